@@ -1,0 +1,40 @@
+/*
+ * cli.h — shared by the colloc subcommands (src/cli/). Each subcommand is a
+ * function taking the arguments after its name and returning the process
+ * exit status; main.c only dispatches.
+ */
+#ifndef COLLOC_CLI_H
+#define COLLOC_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "colloc/shape.h"
+
+/* Exit statuses, documented in `colloc --help` and docs/cli.md. */
+enum {
+	CLI_OK = 0,
+	CLI_ERROR = 1, /* the command ran and failed (bad model, ...) */
+	CLI_USAGE = 2, /* the command line was wrong */
+};
+
+#define CLI_MAX_DIMS 32
+
+/* Symbolic-dimension options shared by commands that take a MODEL. */
+struct cli_dims {
+	int64_t batch; /* 0 when not given */
+	struct colloc_binding dims[CLI_MAX_DIMS];
+	size_t n_dims;
+};
+
+/* Print "colloc: error: ..." to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parse "--batch N" values and "--dim NAME=VALUE" into d; return 0 or
+ * CLI_USAGE after printing why. */
+int cli_parse_batch(const char *arg, struct cli_dims *d);
+int cli_parse_dim(char *arg, struct cli_dims *d);
+
+int cmd_inspect(int argc, char **argv);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * units.c — human-friendly numbers in and out (see colloc/units.h).
+ */
+#include "colloc/units.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <math.h>
+#include <stdio.h>
+#include <strings.h>
+
+#include "colloc/error.h"
+
+int colloc_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return COLLOC_EUSAGE;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (!isdigit((unsigned char)*s))
+			return COLLOC_EUSAGE;
+		d = (unsigned)(*s - '0');
+		if (v > (max - d) / 10)
+			return COLLOC_EOVERFLOW;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int colloc_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {
+		{"", 1},
+		{"b", 1},
+		{"k", 1e3},
+		{"kb", 1e3},
+		{"kib", 1024.0},
+		{"m", 1e6},
+		{"mb", 1e6},
+		{"mib", 1048576.0},
+		{"g", 1e9},
+		{"gb", 1e9},
+		{"gib", 1073741824.0},
+		{"t", 1e12},
+		{"tb", 1e12},
+		{"tib", 1099511627776.0},
+	};
+	double mant = 0, scale = 1;
+	bool digits = false, dot = false;
+	const char *p = s;
+
+	if (!s)
+		return COLLOC_EUSAGE;
+	for (; *p; p++) {
+		if (isdigit((unsigned char)*p)) {
+			digits = true;
+			if (dot)
+				scale /= 10;
+			mant = mant * 10 + (*p - '0');
+			if (mant > 1e30)
+				return COLLOC_EUSAGE;
+		} else if (*p == '.' && !dot) {
+			dot = true;
+		} else {
+			break;
+		}
+	}
+	if (!digits)
+		return COLLOC_EUSAGE;
+	mant *= scale;
+	while (*p == ' ')
+		p++;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+		if (strcasecmp(p, units[k].suffix) == 0) {
+			double v = mant * units[k].mult;
+
+			/* 2^64 is exactly representable; at or past it won't fit. */
+			if (!(v < 18446744073709551616.0))
+				return COLLOC_EUSAGE;
+			*out = (uint64_t)llround(v);
+			return 0;
+		}
+	}
+	return COLLOC_EUSAGE;
+}
+
+const char *colloc_format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const sfx[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	int k = 0;
+
+	while (v >= 1024.0 && k < 6) {
+		v /= 1024.0;
+		k++;
+	}
+	if (k == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s",
+			 v, sfx[k]);
+	return buf;
+}
+
+const char *colloc_format_count(uint64_t n, char *buf, size_t len)
+{
+	static const char *const sfx[] = {"", "K", "M", "G", "T", "P", "E"};
+	double v = (double)n;
+	int k = 0;
+
+	while (v >= 1000.0 && k < 6) {
+		v /= 1000.0;
+		k++;
+	}
+	if (k == 0)
+		snprintf(buf, len, "%llu", (unsigned long long)n);
+	else
+		snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s",
+			 v, sfx[k]);
+	return buf;
+}

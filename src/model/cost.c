@@ -1,0 +1,173 @@
+/*
+ * cost.c — forward FLOPs and bytes moved per node, by the rules in
+ * docs/flops.md. The Python reference counter (tools/zoo_reference.py)
+ * implements the same table on ATen ops; tests/unit/test_zoo.c checks the
+ * two agree.
+ */
+#include "colloc/cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/graph_int.h"
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static const struct colloc_tensor *tin(const struct colloc_graph *g,
+				       const struct colloc_node *n, int k)
+{
+	if (k >= n->n_inputs || n->inputs[k] < 0)
+		return NULL;
+	return &g->tensors[n->inputs[k]];
+}
+
+static const struct colloc_tensor *tout(const struct colloc_graph *g,
+					const struct colloc_node *n, int k)
+{
+	if (k >= n->n_outputs || n->outputs[k] < 0)
+		return NULL;
+	return &g->tensors[n->outputs[k]];
+}
+
+static bool is_one_of(const char *op, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(op, *list) == 0)
+			return true;
+	return false;
+}
+
+static const char *const elementwise[] = {
+	"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Abs", "Exp", "Log",
+	"Erf", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Clip", "HardSigmoid",
+	"HardSwish", "Max", "Min", "Where", "Dropout", "Reciprocal", "Elu",
+	"Selu", "Celu", "Softplus", "Gelu", "Mish", "PRelu", "Sum", "Mean",
+	"Sin", "Cos", NULL};
+
+static const char *const reductions[] = {
+	"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum",
+	"ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare",
+	NULL};
+
+static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_node *n)
+{
+	const struct colloc_tensor *x = tin(g, n, 0), *w = tin(g, n, 1), *y = tout(g, n, 0);
+	const char *op = n->op_type;
+	uint64_t ny;
+
+	if (!y || y->rank < 0 || (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
+		return 0;
+	ny = colloc_tensor_numel(y);
+	if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
+		/* Each output element is a dot product of (Cin/groups) x kernel
+		 * terms; for ConvTranspose the same count holds per input
+		 * element, so use the larger side's reading of the weight. */
+		uint64_t per = 1, f;
+
+		if (!w || w->rank < 3)
+			return 0;
+		for (int d = 1; d < w->rank; d++)
+			per = sat_mul(per, (uint64_t)w->shape[d]);
+		if (strcmp(op, "Conv") == 0) {
+			f = sat_mul(sat_mul(2, ny), per);
+		} else {
+			/* weight [Cin, Cout/g, k...]: each input element
+			 * scatters into Cout/g x k outputs. */
+			f = sat_mul(sat_mul(2, colloc_tensor_numel(x)), per);
+		}
+		if (tin(g, n, 2))
+			f = sat_add(f, ny);
+		return f;
+	}
+	if (strcmp(op, "MatMul") == 0) {
+		/* y has the batch dims and M x N; K is a's last dim. */
+		if (!x || x->rank < 1)
+			return 0;
+		return sat_mul(sat_mul(2, ny), (uint64_t)x->shape[x->rank - 1]);
+	}
+	if (strcmp(op, "Gemm") == 0) {
+		bool ta = colloc_node_attr_int(n, "transA", 0) != 0;
+		uint64_t k, f;
+
+		if (!x || x->rank != 2)
+			return 0;
+		k = (uint64_t)(ta ? x->shape[0] : x->shape[1]);
+		f = sat_mul(sat_mul(2, ny), k);
+		if (tin(g, n, 2))
+			f = sat_add(f, ny);
+		return f;
+	}
+	if (strcmp(op, "BatchNormalization") == 0)
+		return sat_mul(2, ny);
+	if (strcmp(op, "LayerNormalization") == 0)
+		return sat_mul(5, ny);
+	if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0)
+		return sat_mul(3, ny);
+	if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0) {
+		const struct colloc_attr *k = colloc_node_attr(n, "kernel_shape");
+		uint64_t per = 1;
+
+		if (k && k->type == COLLOC_ATTR_INTS)
+			for (size_t d = 0; d < k->n; d++)
+				per = sat_mul(per, k->ints[d] > 0 ? (uint64_t)k->ints[d] : 0);
+		return sat_mul(ny, per);
+	}
+	if (is_one_of(op, reductions))
+		return x ? colloc_tensor_numel(x) : 0;
+	if (is_one_of(op, elementwise))
+		return ny;
+	return 0;
+}
+
+void colloc_graph_cost(struct colloc_graph *g, struct colloc_cost_totals *out)
+{
+	struct colloc_cost_totals tot = {0, 0, 0};
+	bool *seen = NULL;
+
+	/* Attribute each trainable tensor to the first node reading it, so
+	 * that per-node params add up to the model's (tied weights once). */
+	seen = calloc((size_t)g->n_tensors + 1, sizeof(*seen));
+	for (int k = 0; k < g->n_nodes; k++) {
+		struct colloc_node *n = &g->nodes[k];
+
+		n->flops = node_flops(g, n);
+		n->bytes_read = 0;
+		n->bytes_written = 0;
+		n->output_bytes = 0;
+		n->params = 0;
+		for (int i = 0; i < n->n_inputs; i++) {
+			const struct colloc_tensor *t = tin(g, n, i);
+
+			if (!t)
+				continue;
+			n->bytes_read = sat_add(n->bytes_read, colloc_tensor_bytes(t));
+			if (t->param_class == COLLOC_PARAM_TRAINABLE && seen &&
+			    !seen[n->inputs[i]]) {
+				seen[n->inputs[i]] = true;
+				n->params += colloc_tensor_decl_numel(t);
+			}
+		}
+		for (int o = 0; o < n->n_outputs; o++) {
+			const struct colloc_tensor *t = tout(g, n, o);
+
+			if (t)
+				n->output_bytes = sat_add(n->output_bytes,
+							  colloc_tensor_bytes(t));
+		}
+		n->bytes_written = n->output_bytes;
+		tot.flops = sat_add(tot.flops, n->flops);
+		tot.bytes_read = sat_add(tot.bytes_read, n->bytes_read);
+		tot.bytes_written = sat_add(tot.bytes_written, n->bytes_written);
+	}
+	free(seen);
+	if (out)
+		*out = tot;
+}

@@ -1,0 +1,39 @@
+/*
+ * graph_int.h — internals of struct colloc_graph shared by the loader,
+ * shape inference and costing. Not part of the public API.
+ */
+#ifndef COLLOC_GRAPH_INT_H
+#define COLLOC_GRAPH_INT_H
+
+#include "colloc/graph.h"
+#include "common/arena.h"
+
+struct colloc__graph_priv {
+	struct colloc__arena arena;   /* everything loaded from the file */
+	struct colloc__arena scratch; /* values folded by inference */
+	int *slots;                   /* name hash: tensor index or -1 */
+	size_t n_slots;               /* power of two */
+	bool root;                    /* owns the arenas (not a subgraph) */
+};
+
+static inline struct colloc__graph_priv *colloc__priv(const struct colloc_graph *g)
+{
+	return (struct colloc__graph_priv *)g->priv_;
+}
+
+/* Classify initializers into parameters, buffers and constants. */
+void colloc__graph_classify_params(struct colloc_graph *g);
+
+/* FNV-1a, used for the name hash. */
+uint64_t colloc__hash_str(const char *s);
+
+/* A value of n elements in arena a, integer (i) or floating (f). */
+struct colloc_value *colloc__value_new(struct colloc__arena *a, size_t n,
+				       bool is_float);
+
+/* Element k of v as a double / as an int64 (converting as C casts do,
+ * saturating for out-of-range floats). */
+double colloc__value_get_f(const struct colloc_value *v, size_t k);
+int64_t colloc__value_get_i(const struct colloc_value *v, size_t k);
+
+#endif
