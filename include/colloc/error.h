@@ -16,14 +16,14 @@
 #include <stddef.h>
 
 /* X(name, value, message). Values stay clear of errno's range. */
-#define COLLOC_ERRNO_MAP(X)                                                    \
-	X(EFORMAT, -1001, "malformed input")                                    \
-	X(ELIMIT, -1002, "input exceeds a limit")                               \
-	X(EUNSUPPORTED, -1003, "unsupported feature")                           \
-	X(EUNBOUND, -1004, "unbound symbolic dimension")                        \
-	X(ESHAPE, -1005, "inconsistent tensor shapes")                          \
-	X(ENOTFOUND, -1006, "not found")                                        \
-	X(EUSAGE, -1007, "invalid argument")                                    \
+#define COLLOC_ERRNO_MAP(X)                              \
+	X(EFORMAT, -1001, "malformed input")             \
+	X(ELIMIT, -1002, "input exceeds a limit")        \
+	X(EUNSUPPORTED, -1003, "unsupported feature")    \
+	X(EUNBOUND, -1004, "unbound symbolic dimension") \
+	X(ESHAPE, -1005, "inconsistent tensor shapes")   \
+	X(ENOTFOUND, -1006, "not found")                 \
+	X(EUSAGE, -1007, "invalid argument")             \
 	X(EOVERFLOW, -1008, "arithmetic overflow")
 
 enum colloc_errno {
@@ -49,18 +49,25 @@ const char *colloc_strerror(int rc);
 void colloc_diag_clear(struct colloc_diag *diag);
 
 /*
- * Replace diag's message with a printf-formatted one (truncated to fit) and
- * return rc, so that callers can write `return colloc_diag_set(d, rc, ...)`.
- * diag may be NULL.
+ * Replace diag's message with a printf-formatted one (truncated to fit);
+ * diag may be NULL. Prefer the two macros below, which also yield rc.
  */
-int colloc_diag_set(struct colloc_diag *diag, int rc, const char *fmt, ...)
+void colloc_diag_printf(struct colloc_diag *diag, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Put "prefix: " in front of diag's message (or of colloc_strerror(rc) when
+ * diag is empty), as an error travels outwards. diag may be NULL. */
+void colloc_diag_prefixf(struct colloc_diag *diag, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
- * Put "prefix: " in front of diag's current message (used to add a file name
- * or a node's position as an error travels outwards). Returns rc.
+ * `return colloc_diag_set(diag, rc, fmt, ...);` sets the message and
+ * returns rc; `colloc_diag_prefix` likewise. Macros rather than functions so
+ * that the value returned is visible to the compiler and static analysers
+ * at the call site. rc is evaluated once, after the message is written.
  */
-int colloc_diag_prefix(struct colloc_diag *diag, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define colloc_diag_set(diag, rc, ...) (colloc_diag_printf((diag), __VA_ARGS__), (rc))
+#define colloc_diag_prefix(diag, rc, ...) \
+	(colloc_diag_prefixf((diag), (rc), __VA_ARGS__), (rc))
 
 #endif

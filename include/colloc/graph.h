@@ -55,14 +55,14 @@ bool colloc_dtype_is_float(int dtype);
 
 /* A dimension as declared in the file: a number, a name, or neither. */
 struct colloc_dim {
-	int64_t value;      /* >= 0 when known, -1 otherwise */
+	int64_t value; /* >= 0 when known, -1 otherwise */
 	const char *symbol; /* dim_param, or NULL */
 };
 
 enum colloc_tensor_role {
 	COLLOC_TENSOR_ACTIVATION = 0, /* produced by a node */
-	COLLOC_TENSOR_INPUT,          /* fed by the user (graph input) */
-	COLLOC_TENSOR_INITIALIZER,    /* stored in the model file */
+	COLLOC_TENSOR_INPUT, /* fed by the user (graph input) */
+	COLLOC_TENSOR_INITIALIZER, /* stored in the model file */
 };
 
 /* How PyTorch would see an initializer (see params.c for the rules). */
@@ -129,8 +129,8 @@ struct colloc_attr {
 	enum colloc_attr_type type;
 	int64_t i;
 	double f;
-	const char *s;      /* STRING (NUL-terminated copy) */
-	size_t n;           /* element count of ints / floats / strings */
+	const char *s; /* STRING (NUL-terminated copy) */
+	size_t n; /* element count of ints / floats / strings */
 	const int64_t *ints;
 	const double *floats;
 	const char *const *strings;
@@ -164,7 +164,7 @@ struct colloc_node {
 struct colloc_graph {
 	const char *name;
 	const char *producer; /* "pytorch 1.13.0", or "" */
-	int64_t opset;        /* default-domain opset version */
+	int64_t opset; /* default-domain opset version */
 	int64_t ir_version;
 
 	int n_tensors;
@@ -192,14 +192,11 @@ void colloc_graph_destroy(struct colloc_graph *g);
 int colloc_graph_find_tensor(const struct colloc_graph *g, const char *name);
 
 /* Attribute called name on node n, or NULL. */
-const struct colloc_attr *colloc_node_attr(const struct colloc_node *n,
-					   const char *name);
+const struct colloc_attr *colloc_node_attr(const struct colloc_node *n, const char *name);
 /* Convenience readers: the attribute's value, or def when absent or of
  * another type. */
-int64_t colloc_node_attr_int(const struct colloc_node *n, const char *name,
-			     int64_t def);
-double colloc_node_attr_float(const struct colloc_node *n, const char *name,
-			      double def);
+int64_t colloc_node_attr_int(const struct colloc_node *n, const char *name, int64_t def);
+double colloc_node_attr_float(const struct colloc_node *n, const char *name, double def);
 
 /* Element count of an inferred tensor (0 if unknown or overflowing). */
 uint64_t colloc_tensor_numel(const struct colloc_tensor *t);
@@ -221,7 +218,7 @@ void colloc_graph_param_totals(const struct colloc_graph *g,
 			       struct colloc_param_totals *out);
 
 /* Write "node 17 (/layer1/Conv, Conv)" into buf; returns buf. */
-const char *colloc_node_describe(const struct colloc_graph *g, int node,
-				 char *buf, size_t len);
+const char *colloc_node_describe(const struct colloc_graph *g, int node, char *buf,
+				 size_t len);
 
 #endif

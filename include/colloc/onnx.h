@@ -22,13 +22,13 @@
 
 /* Bounds on what a file may contain. Zero fields take the defaults. */
 struct colloc_onnx_limits {
-	size_t max_file_bytes;   /* default 2 GiB */
-	size_t max_nodes;        /* default 1,000,000 */
-	size_t max_tensors;      /* default 4,000,000 */
+	size_t max_file_bytes; /* default 2 GiB */
+	size_t max_nodes; /* default 1,000,000 */
+	size_t max_tensors; /* default 4,000,000 */
 	size_t max_string_bytes; /* names, op types, attribute strings: 64 KiB */
-	size_t max_attr_elems;   /* ints / floats / strings per attribute: 1 M */
-	size_t max_value_elems;  /* inline data kept for shape math: 1 M */
-	int max_depth;           /* subgraph nesting: 8; protobuf nesting 64 */
+	size_t max_attr_elems; /* ints / floats / strings per attribute: 1 M */
+	size_t max_value_elems; /* inline data kept for shape math: 1 M */
+	int max_depth; /* subgraph nesting: 8; protobuf nesting 64 */
 };
 
 /*
@@ -41,8 +41,7 @@ int colloc_onnx_load_buffer(const void *buf, size_t len,
 			    struct colloc_graph **out, struct colloc_diag *diag);
 
 /* Read and parse the file at path; errors are prefixed with the path. */
-int colloc_onnx_load_file(const char *path,
-			  const struct colloc_onnx_limits *limits,
+int colloc_onnx_load_file(const char *path, const struct colloc_onnx_limits *limits,
 			  struct colloc_graph **out, struct colloc_diag *diag);
 
 #endif

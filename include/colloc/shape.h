@@ -51,7 +51,6 @@ int colloc_graph_infer(struct colloc_graph *g, const struct colloc_bind_opts *op
  * appearance, written to names[0..cap); returns how many there are (which
  * may exceed cap). Strings are owned by g.
  */
-size_t colloc_graph_symbols(const struct colloc_graph *g, const char **names,
-			    size_t cap);
+size_t colloc_graph_symbols(const struct colloc_graph *g, const char **names, size_t cap);
 
 #endif

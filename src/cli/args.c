@@ -43,7 +43,8 @@ int cli_parse_dim(char *arg, struct cli_dims *d)
 
 	if (!eq || eq == arg || colloc_parse_u64(eq + 1, CLI_MAX_DIM_VALUE, &v)) {
 		cli_error("--dim wants NAME=VALUE with a non-negative integer value, "
-			  "not '%s'", arg);
+			  "not '%s'",
+			  arg);
 		return CLI_USAGE;
 	}
 	if (d->n_dims == CLI_MAX_DIMS) {

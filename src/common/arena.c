@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARENA_CHUNK_BYTES (64u * 1024u)
+#define ARENA_CHUNK_BYTES ((size_t)64 * 1024)
 #define ARENA_ALIGN 16u
 
 struct colloc__arena_chunk {

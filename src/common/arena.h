@@ -15,7 +15,7 @@ struct colloc__arena_chunk;
 
 struct colloc__arena {
 	struct colloc__arena_chunk *head;
-	size_t used_bytes;  /* sum of all allocations, for limits */
+	size_t used_bytes; /* sum of all allocations, for limits */
 	size_t limit_bytes; /* 0 = unlimited */
 };
 

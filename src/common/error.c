@@ -12,8 +12,8 @@ const char *colloc_strerror(int rc)
 	switch (rc) {
 	case 0:
 		return "success";
-#define COLLOC__ERR_CASE(name, value, msg)                                      \
-	case COLLOC_##name:                                                     \
+#define COLLOC__ERR_CASE(name, value, msg) \
+	case COLLOC_##name:                \
 		return msg;
 		COLLOC_ERRNO_MAP(COLLOC__ERR_CASE)
 #undef COLLOC__ERR_CASE
@@ -31,26 +31,25 @@ void colloc_diag_clear(struct colloc_diag *diag)
 		diag->msg[0] = '\0';
 }
 
-int colloc_diag_set(struct colloc_diag *diag, int rc, const char *fmt, ...)
+void colloc_diag_printf(struct colloc_diag *diag, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (!diag)
-		return rc;
+		return;
 	va_start(ap, fmt);
 	vsnprintf(diag->msg, sizeof(diag->msg), fmt, ap);
 	va_end(ap);
-	return rc;
 }
 
-int colloc_diag_prefix(struct colloc_diag *diag, int rc, const char *fmt, ...)
+void colloc_diag_prefixf(struct colloc_diag *diag, int rc, const char *fmt, ...)
 {
 	char prefix[COLLOC_DIAG_MAX];
 	char old[COLLOC_DIAG_MAX];
 	va_list ap;
 
 	if (!diag)
-		return rc;
+		return;
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
@@ -60,5 +59,4 @@ int colloc_diag_prefix(struct colloc_diag *diag, int rc, const char *fmt, ...)
 			 colloc_strerror(rc));
 	else
 		snprintf(diag->msg, sizeof(diag->msg), "%s: %s", prefix, old);
-	return rc;
 }

@@ -104,7 +104,10 @@ const char *colloc_format_bytes(uint64_t bytes, char *buf, size_t len)
 	if (k == 0)
 		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
 	else
-		snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s",
+		snprintf(buf, len,
+			 v < 10	   ? "%.2f %s"
+			 : v < 100 ? "%.1f %s"
+				   : "%.0f %s",
 			 v, sfx[k]);
 	return buf;
 }
@@ -122,7 +125,10 @@ const char *colloc_format_count(uint64_t n, char *buf, size_t len)
 	if (k == 0)
 		snprintf(buf, len, "%llu", (unsigned long long)n);
 	else
-		snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s",
+		snprintf(buf, len,
+			 v < 10	   ? "%.2f %s"
+			 : v < 100 ? "%.1f %s"
+				   : "%.0f %s",
 			 v, sfx[k]);
 	return buf;
 }

@@ -46,20 +46,23 @@ static bool is_one_of(const char *op, const char *const *list)
 }
 
 static const char *const elementwise[] = {
-	"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Abs", "Exp", "Log",
-	"Erf", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Clip", "HardSigmoid",
-	"HardSwish", "Max", "Min", "Where", "Dropout", "Reciprocal", "Elu",
-	"Selu", "Celu", "Softplus", "Gelu", "Mish", "PRelu", "Sum", "Mean",
-	"Sin", "Cos", NULL};
+	"Add",	   "Sub",  "Mul",	"Div",	   "Pow",	  "Sqrt",
+	"Neg",	   "Abs",  "Exp",	"Log",	   "Erf",	  "Tanh",
+	"Sigmoid", "Relu", "LeakyRelu", "Clip",	   "HardSigmoid", "HardSwish",
+	"Max",	   "Min",  "Where",	"Dropout", "Reciprocal",  "Elu",
+	"Selu",	   "Celu", "Softplus",	"Gelu",	   "Mish",	  "PRelu",
+	"Sum",	   "Mean", "Sin",	"Cos",	   NULL};
 
-static const char *const reductions[] = {
-	"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum",
-	"ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare",
-	NULL};
+static const char *const reductions[] = {"GlobalAveragePool", "GlobalMaxPool",
+					 "ReduceMean",	      "ReduceSum",
+					 "ReduceMax",	      "ReduceMin",
+					 "ReduceProd",	      "ReduceL2",
+					 "ReduceSumSquare",   NULL};
 
 static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_node *n)
 {
-	const struct colloc_tensor *x = tin(g, n, 0), *w = tin(g, n, 1), *y = tout(g, n, 0);
+	const struct colloc_tensor *x = tin(g, n, 0), *w = tin(g, n, 1),
+				   *y = tout(g, n, 0);
 	const char *op = n->op_type;
 	uint64_t ny;
 
@@ -117,7 +120,8 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 
 		if (k && k->type == COLLOC_ATTR_INTS)
 			for (size_t d = 0; d < k->n; d++)
-				per = sat_mul(per, k->ints[d] > 0 ? (uint64_t)k->ints[d] : 0);
+				per = sat_mul(per,
+					      k->ints[d] > 0 ? (uint64_t)k->ints[d] : 0);
 		return sat_mul(ny, per);
 	}
 	if (is_one_of(op, reductions))
@@ -159,8 +163,8 @@ void colloc_graph_cost(struct colloc_graph *g, struct colloc_cost_totals *out)
 			const struct colloc_tensor *t = tout(g, n, o);
 
 			if (t)
-				n->output_bytes = sat_add(n->output_bytes,
-							  colloc_tensor_bytes(t));
+				n->output_bytes =
+					sat_add(n->output_bytes, colloc_tensor_bytes(t));
 		}
 		n->bytes_written = n->output_bytes;
 		tot.flops = sat_add(tot.flops, n->flops);

@@ -98,8 +98,7 @@ void colloc_graph_destroy(struct colloc_graph *g)
 	}
 }
 
-const struct colloc_attr *colloc_node_attr(const struct colloc_node *n,
-					   const char *name)
+const struct colloc_attr *colloc_node_attr(const struct colloc_node *n, const char *name)
 {
 	for (int i = 0; i < n->n_attrs; i++)
 		if (strcmp(n->attrs[i].name, name) == 0)
@@ -107,16 +106,14 @@ const struct colloc_attr *colloc_node_attr(const struct colloc_node *n,
 	return NULL;
 }
 
-int64_t colloc_node_attr_int(const struct colloc_node *n, const char *name,
-			     int64_t def)
+int64_t colloc_node_attr_int(const struct colloc_node *n, const char *name, int64_t def)
 {
 	const struct colloc_attr *a = colloc_node_attr(n, name);
 
 	return a && a->type == COLLOC_ATTR_INT ? a->i : def;
 }
 
-double colloc_node_attr_float(const struct colloc_node *n, const char *name,
-			      double def)
+double colloc_node_attr_float(const struct colloc_node *n, const char *name, double def)
 {
 	const struct colloc_attr *a = colloc_node_attr(n, name);
 
@@ -197,8 +194,8 @@ void colloc_graph_param_totals(const struct colloc_graph *g,
 	out->buffer_bytes += 8u * (uint64_t)g->n_batchnorm;
 }
 
-const char *colloc_node_describe(const struct colloc_graph *g, int node,
-				 char *buf, size_t len)
+const char *colloc_node_describe(const struct colloc_graph *g, int node, char *buf,
+				 size_t len)
 {
 	const struct colloc_node *n = &g->nodes[node];
 

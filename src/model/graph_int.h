@@ -9,11 +9,11 @@
 #include "common/arena.h"
 
 struct colloc__graph_priv {
-	struct colloc__arena arena;   /* everything loaded from the file */
+	struct colloc__arena arena; /* everything loaded from the file */
 	struct colloc__arena scratch; /* values folded by inference */
-	int *slots;                   /* name hash: tensor index or -1 */
-	size_t n_slots;               /* power of two */
-	bool root;                    /* owns the arenas (not a subgraph) */
+	int *slots; /* name hash: tensor index or -1 */
+	size_t n_slots; /* power of two */
+	bool root; /* owns the arenas (not a subgraph) */
 };
 
 static inline struct colloc__graph_priv *colloc__priv(const struct colloc_graph *g)
@@ -28,8 +28,7 @@ void colloc__graph_classify_params(struct colloc_graph *g);
 uint64_t colloc__hash_str(const char *s);
 
 /* A value of n elements in arena a, integer (i) or floating (f). */
-struct colloc_value *colloc__value_new(struct colloc__arena *a, size_t n,
-				       bool is_float);
+struct colloc_value *colloc__value_new(struct colloc__arena *a, size_t n, bool is_float);
 
 /* Element k of v as a double / as an int64 (converting as C casts do,
  * saturating for out-of-range floats). */

@@ -101,8 +101,8 @@ static int check_nesting(const uint8_t *p, size_t len,
 				return COLLOC_EFORMAT;
 			f = protobuf_c_message_descriptor_get_field(desc, tag);
 			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
-				int rc = check_nesting(p + off, (size_t)v,
-						       f->descriptor, depth + 1);
+				int rc = check_nesting(p + off, (size_t)v, f->descriptor,
+						       depth + 1);
 				if (rc)
 					return rc;
 			}
@@ -136,8 +136,7 @@ static int names_init(struct loader *L, struct names *nm, size_t cap)
 	while (n < cap * 2)
 		n *= 2;
 	nm->slots = colloc__arena_calloc(L->arena, n, sizeof(int));
-	nm->tensors = colloc__arena_calloc(L->arena, cap ? cap : 1,
-					   sizeof(*nm->tensors));
+	nm->tensors = colloc__arena_calloc(L->arena, cap ? cap : 1, sizeof(*nm->tensors));
 	if (!nm->slots || !nm->tensors)
 		return -ENOMEM;
 	memset(nm->slots, 0xff, n * sizeof(int));
@@ -181,8 +180,7 @@ static int names_add(struct names *nm, const char *name)
 /* --- small conversions ---------------------------------------------------- */
 
 /* Arena copy of a protobuf string, bounded. what names it for errors. */
-static int copy_str(struct loader *L, const char *s, const char **out,
-		    const char *what)
+static int copy_str(struct loader *L, const char *s, const char **out, const char *what)
 {
 	size_t n;
 
@@ -235,10 +233,11 @@ static uint64_t load_le(const uint8_t *p, size_t size)
 
 static int64_t sext(uint64_t v, size_t size)
 {
-	uint64_t sign = 1ull << (8 * size - 1);
+	uint64_t sign;
 
-	if (size == 8)
+	if (size == 0 || size >= 8)
 		return (int64_t)v;
+	sign = 1ull << (8 * size - 1);
 	return (int64_t)((v ^ sign) - sign);
 }
 
@@ -291,8 +290,8 @@ static bool dtype_valid(int32_t dt)
  * tensor in errors. Sets *value to NULL when the data is external, absent,
  * too large to keep, or of a type shape arithmetic never uses.
  */
-static int read_tensor(struct loader *L, const Onnx__TensorProto *tp,
-		       const char *what, int *dtype, int *rank, int64_t *dims,
+static int read_tensor(struct loader *L, const Onnx__TensorProto *tp, const char *what,
+		       int *dtype, int *rank, int64_t *dims,
 		       const struct colloc_value **value, bool *external)
 {
 	size_t numel = 1, sz;
@@ -314,8 +313,8 @@ static int read_tensor(struct loader *L, const Onnx__TensorProto *tp,
 	for (size_t k = 0; k < tp->n_dims; k++) {
 		if (tp->dims[k] < 0)
 			return colloc_diag_set(L->diag, COLLOC_EFORMAT,
-					       "%s: dim %zu is negative (%lld)", what,
-					       k, (long long)tp->dims[k]);
+					       "%s: dim %zu is negative (%lld)", what, k,
+					       (long long)tp->dims[k]);
 		dims[k] = tp->dims[k];
 		if (dims[k] && numel > SIZE_MAX / (size_t)dims[k])
 			return colloc_diag_set(L->diag, COLLOC_EOVERFLOW,
@@ -371,8 +370,8 @@ static int read_tensor(struct loader *L, const Onnx__TensorProto *tp,
 			return 0; /* stripped weights: keep shape only */
 		if (have != numel)
 			return colloc_diag_set(L->diag, COLLOC_EFORMAT,
-					       "%s: holds %zu values, expected %zu",
-					       what, have, numel);
+					       "%s: holds %zu values, expected %zu", what,
+					       have, numel);
 	}
 	v = colloc__value_new(L->arena, numel, is_float);
 	if (!v)
@@ -432,7 +431,8 @@ static int read_value_info(struct loader *L, const Onnx__ValueInfoProto *vi,
 
 		t->decl[k].value = -1;
 		t->decl[k].symbol = NULL;
-		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+		if (d->value_case ==
+		    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 			if (d->dim_value < 0)
 				return colloc_diag_set(
 					L->diag, COLLOC_EFORMAT,
@@ -442,8 +442,7 @@ static int read_value_info(struct loader *L, const Onnx__ValueInfoProto *vi,
 		} else if (d->value_case ==
 				   ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
 			   d->dim_param && d->dim_param[0]) {
-			rc = copy_str(L, d->dim_param, &t->decl[k].symbol,
-				      "dim_param");
+			rc = copy_str(L, d->dim_param, &t->decl[k].symbol, "dim_param");
 			if (rc)
 				return rc;
 		}
@@ -514,8 +513,8 @@ static int convert_attr(struct loader *L, const Onnx__AttributeProto *ap,
 		break;
 	}
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
-		const char **v = colloc__arena_calloc(L->arena, ap->n_strings + 1,
-						      sizeof(*v));
+		const char **v =
+			colloc__arena_calloc(L->arena, ap->n_strings + 1, sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
@@ -523,8 +522,8 @@ static int convert_attr(struct loader *L, const Onnx__AttributeProto *ap,
 			if (ap->strings[k].len > L->lim.max_string_bytes)
 				return colloc_diag_set(
 					L->diag, COLLOC_ELIMIT,
-					"attribute '%s' string %zu is too long",
-					a->name, k);
+					"attribute '%s' string %zu is too long", a->name,
+					k);
 			v[k] = colloc__arena_strndup(L->arena,
 						     (const char *)ap->strings[k].data,
 						     ap->strings[k].len);
@@ -541,9 +540,9 @@ static int convert_attr(struct loader *L, const Onnx__AttributeProto *ap,
 		char what[128];
 
 		if (!ap->t)
-			return colloc_diag_set(L->diag, COLLOC_EFORMAT,
-					       "attribute '%s' of type TENSOR has no tensor",
-					       a->name);
+			return colloc_diag_set(
+				L->diag, COLLOC_EFORMAT,
+				"attribute '%s' of type TENSOR has no tensor", a->name);
 		snprintf(what, sizeof(what), "attribute '%s'", a->name);
 		a->type = COLLOC_ATTR_TENSOR;
 		rc = read_tensor(L, ap->t, what, &a->t_dtype, &a->t_rank, a->t_dims,
@@ -556,9 +555,9 @@ static int convert_attr(struct loader *L, const Onnx__AttributeProto *ap,
 		struct colloc_graph *sub;
 
 		if (!ap->g)
-			return colloc_diag_set(L->diag, COLLOC_EFORMAT,
-					       "attribute '%s' of type GRAPH has no graph",
-					       a->name);
+			return colloc_diag_set(
+				L->diag, COLLOC_EFORMAT,
+				"attribute '%s' of type GRAPH has no graph", a->name);
 		if (depth + 1 > L->lim.max_depth)
 			return colloc_diag_set(L->diag, COLLOC_ELIMIT,
 					       "subgraphs nested deeper than %d",
@@ -724,9 +723,9 @@ static int convert_graph(struct loader *L, const Onnx__GraphProto *gp, int depth
 		colloc_node_describe(g, (int)k, where, sizeof(where));
 		if (np->n_input > INT16_MAX || np->n_output > INT16_MAX ||
 		    np->n_attribute > INT16_MAX)
-			return colloc_diag_set(L->diag, COLLOC_ELIMIT,
-					       "%s: too many inputs, outputs or attributes",
-					       where);
+			return colloc_diag_set(
+				L->diag, COLLOC_ELIMIT,
+				"%s: too many inputs, outputs or attributes", where);
 		nin = colloc__arena_calloc(L->arena, np->n_input + 1, sizeof(int));
 		nout = colloc__arena_calloc(L->arena, np->n_output + 1, sizeof(int));
 		attrs = colloc__arena_calloc(L->arena, np->n_attribute + 1,
@@ -884,16 +883,15 @@ int colloc_onnx_load_buffer(const void *buf, size_t len,
 				       "protobuf messages nested deeper than %d",
 				       MAX_PB_DEPTH);
 	if (rc)
-		return colloc_diag_set(diag, rc,
-				       "not an ONNX model (protobuf wire format is broken)");
+		return colloc_diag_set(
+			diag, rc, "not an ONNX model (protobuf wire format is broken)");
 	mp = onnx__model_proto__unpack(NULL, len, buf);
 	if (!mp)
 		return colloc_diag_set(diag, COLLOC_EFORMAT,
 				       "not an ONNX model (protobuf decoding failed)");
 	if (!mp->graph) {
 		onnx__model_proto__free_unpacked(mp, NULL);
-		return colloc_diag_set(diag, COLLOC_EFORMAT,
-				       "ONNX model has no graph");
+		return colloc_diag_set(diag, COLLOC_EFORMAT, "ONNX model has no graph");
 	}
 
 	colloc__arena_init(&arena, 0);
@@ -940,12 +938,11 @@ fail:
 	onnx__model_proto__free_unpacked(mp, NULL);
 	colloc__arena_fini(&arena);
 	if (rc == -ENOMEM)
-		colloc_diag_set(diag, rc, "out of memory while loading the model");
+		colloc_diag_printf(diag, "out of memory while loading the model");
 	return rc;
 }
 
-int colloc_onnx_load_file(const char *path,
-			  const struct colloc_onnx_limits *limits,
+int colloc_onnx_load_file(const char *path, const struct colloc_onnx_limits *limits,
 			  struct colloc_graph **out, struct colloc_diag *diag)
 {
 	struct colloc_onnx_limits lim;
@@ -958,8 +955,10 @@ int colloc_onnx_load_file(const char *path,
 	*out = NULL;
 	fill_limits(&lim, limits);
 	f = fopen(path, "rb");
-	if (!f)
-		return colloc_diag_set(diag, -errno, "%s: %s", path, strerror(errno));
+	if (!f) {
+		rc = -errno;
+		return colloc_diag_set(diag, rc, "%s: %s", path, strerror(-rc));
+	}
 	if (fstat(fileno(f), &st) != 0) {
 		rc = -errno;
 		fclose(f);
@@ -973,8 +972,8 @@ int colloc_onnx_load_file(const char *path,
 	if ((uint64_t)st.st_size > lim.max_file_bytes) {
 		fclose(f);
 		return colloc_diag_set(diag, COLLOC_ELIMIT,
-				       "%s: %lld bytes, more than the limit of %zu",
-				       path, (long long)st.st_size, lim.max_file_bytes);
+				       "%s: %lld bytes, more than the limit of %zu", path,
+				       (long long)st.st_size, lim.max_file_bytes);
 	}
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (!buf) {

@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-size_t colloc_graph_symbols(const struct colloc_graph *g, const char **names,
-			    size_t cap)
+size_t colloc_graph_symbols(const struct colloc_graph *g, const char **names, size_t cap)
 {
 	size_t n = 0;
 

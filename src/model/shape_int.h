@@ -16,14 +16,13 @@ struct colloc__infer {
 	struct colloc_graph *g;
 	struct colloc__arena *scratch;
 	struct colloc_diag *diag;
-	int node;         /* index of the node being inferred */
-	char where[256];  /* "node 17 (/x/Conv, Conv)" */
+	int node; /* index of the node being inferred */
+	char where[256]; /* "node 17 (/x/Conv, Conv)" */
 };
 
 /* Infer the outputs of node c->node. Returns 0 or a negative code with a
  * message (without the node prefix, which the driver adds). */
-typedef int (*colloc__shape_fn)(struct colloc__infer *c,
-				const struct colloc_node *n);
+typedef int (*colloc__shape_fn)(struct colloc__infer *c, const struct colloc_node *n);
 
 /* Rule for op_type in the default domain, or NULL if colloc lacks one. */
 colloc__shape_fn colloc__shape_rule(const char *op_type);

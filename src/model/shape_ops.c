@@ -21,36 +21,24 @@
 
 /* --- helpers -------------------------------------------------------------- */
 
-static struct colloc_tensor *in_t(struct colloc__infer *c,
-				  const struct colloc_node *n, int k)
+static struct colloc_tensor *in_t(struct colloc__infer *c, const struct colloc_node *n,
+				  int k)
 {
 	if (k >= n->n_inputs || n->inputs[k] < 0)
 		return NULL;
 	return &c->g->tensors[n->inputs[k]];
 }
 
-static struct colloc_tensor *out_t(struct colloc__infer *c,
-				   const struct colloc_node *n, int k)
+static struct colloc_tensor *out_t(struct colloc__infer *c, const struct colloc_node *n,
+				   int k)
 {
 	if (k >= n->n_outputs || n->outputs[k] < 0)
 		return NULL;
 	return &c->g->tensors[n->outputs[k]];
 }
 
-static int fail(struct colloc__infer *c, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct colloc__infer *c, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->diag) {
-		va_start(ap, fmt);
-		vsnprintf(c->diag->msg, sizeof(c->diag->msg), fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+/* Set the node's error message and yield rc (the driver adds the node). */
+#define fail(c, rc, ...) colloc_diag_set((c)->diag, (rc), __VA_ARGS__)
 
 static int need_in(struct colloc__infer *c, const struct colloc_node *n, int k,
 		   struct colloc_tensor **t)
@@ -61,8 +49,8 @@ static int need_in(struct colloc__infer *c, const struct colloc_node *n, int k,
 	return 0;
 }
 
-static int set_out(struct colloc__infer *c, const struct colloc_node *n, int k,
-		   int dtype, int rank, const int64_t *shape)
+static int set_out(struct colloc__infer *c, const struct colloc_node *n, int k, int dtype,
+		   int rank, const int64_t *shape)
 {
 	struct colloc_tensor *t = out_t(c, n, k);
 
@@ -128,9 +116,8 @@ static int need_ints(struct colloc__infer *c, const struct colloc_node *n, int k
 }
 
 /* Integer list from an input (newer opsets) or an attribute (older). */
-static int ints_from(struct colloc__infer *c, const struct colloc_node *n,
-		     int input, const char *attr, int64_t *out, int max, int *count,
-		     bool *present)
+static int ints_from(struct colloc__infer *c, const struct colloc_node *n, int input,
+		     const char *attr, int64_t *out, int max, int *count, bool *present)
 {
 	const struct colloc_attr *a = colloc_node_attr(n, attr);
 
@@ -194,8 +181,8 @@ static int broadcast(struct colloc__infer *c, int ra, const int64_t *a, int rb,
 			out[k] = db;
 		else
 			return fail(c, COLLOC_ESHAPE,
-				    "shapes do not broadcast: dim %d is %lld vs %lld",
-				    k, (long long)da, (long long)db);
+				    "shapes do not broadcast: dim %d is %lld vs %lld", k,
+				    (long long)da, (long long)db);
 	}
 	*ro = r;
 	return 0;
@@ -221,8 +208,7 @@ static size_t bcast_offset(size_t flat, int ro, const int64_t *so, int r,
 	return off;
 }
 
-static struct colloc_value *new_value(struct colloc__infer *c,
-				      struct colloc_tensor *t)
+static struct colloc_value *new_value(struct colloc__infer *c, struct colloc_tensor *t)
 {
 	uint64_t n = numel(t->rank, t->shape);
 	struct colloc_value *v;
@@ -273,7 +259,8 @@ static int r_unary(struct colloc__infer *c, const struct colloc_node *n)
 			if (strcmp(op, "Neg") == 0)
 				f = -f, i = i == INT64_MIN ? INT64_MAX : -i;
 			else if (strcmp(op, "Abs") == 0)
-				f = fabs(f), i = i < 0 ? (i == INT64_MIN ? INT64_MAX : -i) : i;
+				f = fabs(f),
+				i = i < 0 ? (i == INT64_MIN ? INT64_MAX : -i) : i;
 			else if (strcmp(op, "Sqrt") == 0)
 				f = sqrt(f), i = (int64_t)sqrt((double)i);
 			else if (strcmp(op, "Floor") == 0)
@@ -367,8 +354,8 @@ static int64_t sat_mul(int64_t a, int64_t b)
 	return r;
 }
 
-static void fold_binary(const char *op, double fa, double fb, int64_t ia,
-			int64_t ib, bool fmod_sign, double *f, int64_t *i)
+static void fold_binary(const char *op, double fa, double fb, int64_t ia, int64_t ib,
+			bool fmod_sign, double *f, int64_t *i)
 {
 	*f = 0;
 	*i = 0;
@@ -453,11 +440,13 @@ static int r_nary(struct colloc__infer *c, const struct colloc_node *n,
 
 			for (int k = 1; k < n->n_inputs; k++) {
 				const struct colloc_tensor *b = in_t(c, n, k);
-				size_t ob = bcast_offset(e, rank, shape, b->rank, b->shape);
+				size_t ob =
+					bcast_offset(e, rank, shape, b->rank, b->shape);
 
-				fold_binary(n->op_type, f, colloc__value_get_f(b->value, ob),
-					    i, colloc__value_get_i(b->value, ob),
-					    fmod_sign, &f, &i);
+				fold_binary(n->op_type, f,
+					    colloc__value_get_f(b->value, ob), i,
+					    colloc__value_get_i(b->value, ob), fmod_sign,
+					    &f, &i);
 			}
 			if (kind != BIN_ARITH)
 				v->i[e] = i;
@@ -724,7 +713,8 @@ static int r_range(struct colloc__infer *c, const struct colloc_node *n)
 	int64_t len;
 	int rc;
 
-	if ((rc = need_ints(c, n, 0, "start", &s)) || (rc = need_ints(c, n, 1, "limit", &l)) ||
+	if ((rc = need_ints(c, n, 0, "start", &s)) ||
+	    (rc = need_ints(c, n, 1, "limit", &l)) ||
 	    (rc = need_ints(c, n, 2, "delta", &d)))
 		return rc;
 	if (!s->n || !l->n || !d->n)
@@ -779,7 +769,8 @@ static int r_reshape(struct colloc__infer *c, const struct colloc_node *n)
 			if ((int)k >= x->rank)
 				return fail(c, COLLOC_ESHAPE,
 					    "target dim %zu is 0 (copy) but the input "
-					    "has rank %d", k, x->rank);
+					    "has rank %d",
+					    k, x->rank);
 			d = x->shape[k];
 		}
 		if (d == -1) {
@@ -806,8 +797,7 @@ static int r_reshape(struct colloc__infer *c, const struct colloc_node *n)
 				    (unsigned long long)total, (unsigned long long)known);
 		shape[infer_at] = (int64_t)(total / known);
 	} else if (known != total) {
-		return fail(c, COLLOC_ESHAPE,
-			    "cannot reshape %llu elements into %llu",
+		return fail(c, COLLOC_ESHAPE, "cannot reshape %llu elements into %llu",
 			    (unsigned long long)total, (unsigned long long)known);
 	}
 	rc = set_out(c, n, 0, x->dtype, (int)s->n, shape);
@@ -829,7 +819,8 @@ static int r_flatten(struct colloc__infer *c, const struct colloc_node *n)
 		int64_t a = colloc_node_attr_int(n, "axis", 1);
 
 		if (a < -x->rank || a > x->rank)
-			return fail(c, COLLOC_ESHAPE, "axis %lld out of range", (long long)a);
+			return fail(c, COLLOC_ESHAPE, "axis %lld out of range",
+				    (long long)a);
 		axis = (int)(a < 0 ? a + x->rank : a);
 	}
 	shape[0] = (int64_t)numel(axis, x->shape);
@@ -861,8 +852,9 @@ static int r_squeeze(struct colloc__infer *c, const struct colloc_node *n)
 		if ((rc = norm_axis(c, axes[k], x->rank, &a)))
 			return rc;
 		if (x->shape[a] != 1)
-			return fail(c, COLLOC_ESHAPE, "cannot squeeze dim %d of size %lld",
-				    a, (long long)x->shape[a]);
+			return fail(c, COLLOC_ESHAPE,
+				    "cannot squeeze dim %d of size %lld", a,
+				    (long long)x->shape[a]);
 		drop[a] = true;
 	}
 	for (int d = 0; d < x->rank; d++)
@@ -911,7 +903,7 @@ static int r_unsqueeze(struct colloc__infer *c, const struct colloc_node *n)
 static int r_transpose(struct colloc__infer *c, const struct colloc_node *n)
 {
 	struct colloc_tensor *x, *y;
-	int64_t perm[COLLOC_MAX_RANK], shape[COLLOC_MAX_RANK];
+	int64_t perm[COLLOC_MAX_RANK] = {0}, shape[COLLOC_MAX_RANK] = {0};
 	bool used[COLLOC_MAX_RANK] = {false};
 	int count, rc;
 
@@ -936,7 +928,7 @@ static int r_transpose(struct colloc__infer *c, const struct colloc_node *n)
 	y = out_t(c, n, 0);
 	if (!rc && y && x->value && small(y)) {
 		struct colloc_value *v = new_value(c, y);
-		int64_t idx[COLLOC_MAX_RANK];
+		int64_t idx[COLLOC_MAX_RANK] = {0};
 
 		if (!v)
 			return -ENOMEM;
@@ -944,8 +936,11 @@ static int r_transpose(struct colloc__infer *c, const struct colloc_node *n)
 			size_t rem = e, off = 0, stride = 1;
 
 			for (int d = count - 1; d >= 0; d--) {
-				idx[d] = (int64_t)(rem % (size_t)shape[d]);
-				rem /= (size_t)shape[d];
+				/* shape[d] > 0: an empty output has no elements */
+				size_t dim = shape[d] > 0 ? (size_t)shape[d] : 1;
+
+				idx[d] = (int64_t)(rem % dim);
+				rem /= dim;
 			}
 			/* offset in x: x dim perm[d] has index idx[d] */
 			for (int xd = count - 1; xd >= 0; xd--) {
@@ -982,8 +977,8 @@ static int r_concat(struct colloc__infer *c, const struct colloc_node *n)
 		if (!t)
 			continue;
 		if (t->rank != first->rank)
-			return fail(c, COLLOC_ESHAPE, "input %d has rank %d, expected %d", k,
-				    t->rank, first->rank);
+			return fail(c, COLLOC_ESHAPE, "input %d has rank %d, expected %d",
+				    k, t->rank, first->rank);
 		for (int d = 0; d < t->rank; d++)
 			if (d != axis && t->shape[d] != first->shape[d])
 				return fail(c, COLLOC_ESHAPE,
@@ -1014,7 +1009,8 @@ static int r_concat(struct colloc__infer *c, const struct colloc_node *n)
 				for (size_t i = 0; i < inner; i++, e++) {
 					size_t off = o * inner + i;
 
-					value_put(v, e, colloc__value_get_f(t->value, off),
+					value_put(v, e,
+						  colloc__value_get_f(t->value, off),
 						  colloc__value_get_i(t->value, off));
 				}
 			}
@@ -1100,7 +1096,8 @@ static int r_slice(struct colloc__infer *c, const struct colloc_node *n)
 	struct colloc_tensor *x, *y;
 	int64_t starts[COLLOC_MAX_RANK], ends[COLLOC_MAX_RANK];
 	int64_t axes[COLLOC_MAX_RANK], steps[COLLOC_MAX_RANK];
-	int64_t shape[COLLOC_MAX_RANK], first[COLLOC_MAX_RANK], stepd[COLLOC_MAX_RANK];
+	int64_t shape[COLLOC_MAX_RANK], first[COLLOC_MAX_RANK] = {0};
+	int64_t stepd[COLLOC_MAX_RANK] = {0};
 	int ns, ne, na, nst, rc;
 	bool p1, p2, p3, p4;
 
@@ -1122,7 +1119,8 @@ static int r_slice(struct colloc__infer *c, const struct colloc_node *n)
 		for (int k = 0; k < ns; k++)
 			steps[k] = 1;
 	else if (nst != ns)
-		return fail(c, COLLOC_EFORMAT, "steps has %d entries, starts %d", nst, ns);
+		return fail(c, COLLOC_EFORMAT, "steps has %d entries, starts %d", nst,
+			    ns);
 	memcpy(shape, x->shape, sizeof(shape));
 	for (int d = 0; d < x->rank; d++)
 		first[d] = 0, stepd[d] = 1;
@@ -1155,9 +1153,10 @@ static int r_slice(struct colloc__infer *c, const struct colloc_node *n)
 			size_t rem = e, off = 0, stride = 1;
 
 			for (int d = x->rank - 1; d >= 0; d--) {
-				int64_t i = (int64_t)(rem % (size_t)shape[d]);
+				size_t dim = shape[d] > 0 ? (size_t)shape[d] : 1;
+				int64_t i = (int64_t)(rem % dim);
 
-				rem /= (size_t)shape[d];
+				rem /= dim;
 				off += (size_t)(first[d] + i * stepd[d]) * stride;
 				stride *= (size_t)x->shape[d];
 			}
@@ -1206,8 +1205,9 @@ static int r_gather(struct colloc__infer *c, const struct colloc_node *n)
 			if (i < 0)
 				i += (int64_t)dim;
 			if (i < 0 || (size_t)i >= dim)
-				return fail(c, COLLOC_ESHAPE, "index %lld out of range",
-					    (long long)colloc__value_get_i(idx->value, j));
+				return fail(
+					c, COLLOC_ESHAPE, "index %lld out of range",
+					(long long)colloc__value_get_i(idx->value, j));
 			off = (o * dim + (size_t)i) * inner + in;
 			value_put(v, e, colloc__value_get_f(x->value, off),
 				  colloc__value_get_i(x->value, off));
@@ -1289,7 +1289,8 @@ static int r_pad(struct colloc__infer *c, const struct colloc_node *n)
 
 	if ((rc = need_in(c, n, 0, &x)))
 		return rc;
-	if ((rc = ints_from(c, n, 1, "pads", pads, 2 * COLLOC_MAX_RANK, &count, &present)))
+	if ((rc = ints_from(c, n, 1, "pads", pads, 2 * COLLOC_MAX_RANK, &count,
+			    &present)))
 		return rc;
 	if ((rc = ints_from(c, n, 3, "axes", axes, COLLOC_MAX_RANK, &na, &pa)))
 		return rc;
@@ -1301,7 +1302,8 @@ static int r_pad(struct colloc__infer *c, const struct colloc_node *n)
 			axes[d] = d;
 	}
 	if (count != 2 * na)
-		return fail(c, COLLOC_ESHAPE, "pads has %d entries for %d axes", count, na);
+		return fail(c, COLLOC_ESHAPE, "pads has %d entries for %d axes", count,
+			    na);
 	memcpy(shape, x->shape, sizeof(shape));
 	for (int k = 0; k < na; k++) {
 		int a;
@@ -1432,8 +1434,8 @@ static int spatial(struct colloc__infer *c, const struct colloc_node *n,
 		   const struct colloc_tensor *x, const int64_t *kernel, int ns,
 		   bool transpose, int64_t *out)
 {
-	int64_t strides[COLLOC_MAX_RANK], pads[2 * COLLOC_MAX_RANK],
-		dil[COLLOC_MAX_RANK], outpad[COLLOC_MAX_RANK], oshape[COLLOC_MAX_RANK];
+	int64_t strides[COLLOC_MAX_RANK], pads[2 * COLLOC_MAX_RANK], dil[COLLOC_MAX_RANK],
+		outpad[COLLOC_MAX_RANK], oshape[COLLOC_MAX_RANK];
 	int nstr, npad, ndil, nop, nos, rc;
 	const struct colloc_attr *ap = colloc_node_attr(n, "auto_pad");
 	const char *auto_pad = ap && ap->type == COLLOC_ATTR_STRING ? ap->s : "NOTSET";
@@ -1477,7 +1479,8 @@ static int spatial(struct colloc__infer *c, const struct colloc_node *n,
 			out[d] = o;
 			continue;
 		}
-		if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
+		if (strcmp(auto_pad, "SAME_UPPER") == 0 ||
+		    strcmp(auto_pad, "SAME_LOWER") == 0) {
 			out[d] = (in + s - 1) / s;
 			continue;
 		}
@@ -1560,7 +1563,8 @@ static int r_pool(struct colloc__infer *c, const struct colloc_node *n)
 	if ((rc = need_in(c, n, 0, &x)))
 		return rc;
 	if (x->rank < 3)
-		return fail(c, COLLOC_ESHAPE, "input has rank %d, expected >= 3", x->rank);
+		return fail(c, COLLOC_ESHAPE, "input has rank %d, expected >= 3",
+			    x->rank);
 	if ((rc = attr_ints(c, n, "kernel_shape", kernel, COLLOC_MAX_RANK, &nk)))
 		return rc;
 	if (nk != x->rank - 2)
@@ -1584,7 +1588,8 @@ static int r_global_pool(struct colloc__infer *c, const struct colloc_node *n)
 	if ((rc = need_in(c, n, 0, &x)))
 		return rc;
 	if (x->rank < 2)
-		return fail(c, COLLOC_ESHAPE, "input has rank %d, expected >= 2", x->rank);
+		return fail(c, COLLOC_ESHAPE, "input has rank %d, expected >= 2",
+			    x->rank);
 	for (int d = 0; d < x->rank; d++)
 		shape[d] = d < 2 ? x->shape[d] : 1;
 	return set_out(c, n, 0, x->dtype, x->rank, shape);
@@ -1599,15 +1604,16 @@ static int r_batchnorm(struct colloc__infer *c, const struct colloc_node *n)
 	if ((rc = need_in(c, n, 0, &x)) || (rc = need_in(c, n, 1, &scale)))
 		return rc;
 	if (x->rank < 2)
-		return fail(c, COLLOC_ESHAPE, "input has rank %d, expected >= 2", x->rank);
+		return fail(c, COLLOC_ESHAPE, "input has rank %d, expected >= 2",
+			    x->rank);
 	ch = x->shape[1];
 	for (int k = 1; k < 5 && k < n->n_inputs; k++) {
 		struct colloc_tensor *t = in_t(c, n, k);
 
 		if (t && (t->rank != 1 || t->shape[0] != ch))
 			return fail(c, COLLOC_ESHAPE,
-				    "input %d ('%s') must have shape [%lld]", k,
-				    t->name, (long long)ch);
+				    "input %d ('%s') must have shape [%lld]", k, t->name,
+				    (long long)ch);
 	}
 	if ((rc = same_as(c, n, 0, x, x->dtype)))
 		return rc;
@@ -1721,9 +1727,9 @@ static int r_resize(struct colloc__infer *c, const struct colloc_node *n)
 			shape[d] = colloc__value_get_i(sizes->value, (size_t)d);
 	} else if (scales && scales->value && scales->value->n == (size_t)x->rank) {
 		for (int d = 0; d < x->rank; d++)
-			shape[d] = (int64_t)floor((double)x->shape[d] *
-						  colloc__value_get_f(scales->value,
-								      (size_t)d));
+			shape[d] = (int64_t)floor(
+				(double)x->shape[d] *
+				colloc__value_get_f(scales->value, (size_t)d));
 	} else {
 		return fail(c, COLLOC_EUNSUPPORTED, "Resize scales unknown");
 	}

@@ -5,8 +5,7 @@
 
 #include <math.h>
 
-struct colloc_value *colloc__value_new(struct colloc__arena *a, size_t n,
-				       bool is_float)
+struct colloc_value *colloc__value_new(struct colloc__arena *a, size_t n, bool is_float)
 {
 	struct colloc_value *v = colloc__arena_alloc(a, sizeof(*v));
 

@@ -43,8 +43,7 @@ static bool zoo_name_ok(const char *s)
 	return true;
 }
 
-int colloc_zoo_resolve(const char *model, char *buf, size_t len,
-		       struct colloc_diag *diag)
+int colloc_zoo_resolve(const char *model, char *buf, size_t len, struct colloc_diag *diag)
 {
 	size_t n = strlen(model);
 	struct stat st;
