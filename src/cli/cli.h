@@ -36,5 +36,6 @@ int cli_parse_batch(const char *arg, struct cli_dims *d);
 int cli_parse_dim(char *arg, struct cli_dims *d);
 
 int cmd_inspect(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 #endif

@@ -23,7 +23,7 @@ int colloc_parse_u64(const char *s, uint64_t max, uint64_t *out)
 		if (!isdigit((unsigned char)*s))
 			return COLLOC_EUSAGE;
 		d = (unsigned)(*s - '0');
-		if (v > (max - d) / 10)
+		if (d > max || v > (max - d) / 10)
 			return COLLOC_EOVERFLOW;
 		v = v * 10 + d;
 	}
@@ -84,7 +84,10 @@ int colloc_parse_size(const char *s, uint64_t *out)
 			/* 2^64 is exactly representable; at or past it won't fit. */
 			if (!(v < 18446744073709551616.0))
 				return COLLOC_EUSAGE;
-			*out = (uint64_t)llround(v);
+			/* llround() stops at INT64_MAX; doubles from 2^63 up
+			 * are whole numbers and convert exactly. */
+			*out = v < 9223372036854775808.0 ? (uint64_t)llround(v)
+							 : (uint64_t)v;
 			return 0;
 		}
 	}

@@ -123,6 +123,7 @@ struct names {
 	struct colloc_tensor *tensors;
 	int n;
 	int cap;
+	const struct names *outer; /* enclosing graph's scope, or NULL */
 };
 
 static int names_init(struct loader *L, struct names *nm, size_t cap)
@@ -365,9 +366,17 @@ static int read_tensor(struct loader *L, const Onnx__TensorProto *tp, const char
 	{
 		size_t have = tp->n_float_data + tp->n_int32_data + tp->n_int64_data +
 			      tp->n_double_data + tp->n_uint64_data;
+		int fields = !!tp->n_float_data + !!tp->n_int32_data +
+			     !!tp->n_int64_data + !!tp->n_double_data +
+			     !!tp->n_uint64_data;
 
 		if (have == 0)
 			return 0; /* stripped weights: keep shape only */
+		/* The copy below reads one field for all elements. */
+		if (fields > 1)
+			return colloc_diag_set(L->diag, COLLOC_EFORMAT,
+					       "%s: values in more than one typed field",
+					       what);
 		if (have != numel)
 			return colloc_diag_set(L->diag, COLLOC_EFORMAT,
 					       "%s: holds %zu values, expected %zu", what,
@@ -584,10 +593,15 @@ static int convert_attr(struct loader *L, const Onnx__AttributeProto *ap,
 static int resolve(struct names *nm, const struct names *outer, const char *name)
 {
 	int k = names_find(nm, name);
+	const struct names *s = outer;
 
-	if (k >= 0 || !outer)
+	if (k >= 0)
 		return k;
-	if (names_find(outer, name) < 0)
+	/* Any enclosing scope, not only the parent: a nested Loop body may
+	 * read a tensor of the main graph that its parent never names. */
+	while (s && names_find(s, name) < 0)
+		s = s->outer;
+	if (!s)
 		return -1;
 	k = names_add(nm, name);
 	if (k >= 0)
@@ -631,6 +645,7 @@ static int convert_graph(struct loader *L, const Onnx__GraphProto *gp, int depth
 	rc = names_init(L, &nm, cap);
 	if (rc)
 		return rc;
+	nm.outer = outer;
 
 	/* Initializers first: a graph input of the same name is then an
 	 * initializer listed as input (keep_initializers_as_inputs). */

@@ -423,9 +423,12 @@ static int r_nary(struct colloc__infer *c, const struct colloc_node *n,
 	if (rc)
 		return rc;
 	y = out_t(c, n, 0);
-	for (int k = 0; k < n->n_inputs; k++)
-		if (!in_t(c, n, k)->value)
+	for (int k = 0; k < n->n_inputs; k++) {
+		const struct colloc_tensor *t = in_t(c, n, k);
+
+		if (!t || !t->value)
 			all_known = false;
+	}
 	if (y && all_known && small(y) && n->n_inputs >= 1) {
 		struct colloc_value *v = new_value(c, y);
 		bool fmod_sign = colloc_node_attr_int(n, "fmod", 0) != 0;
@@ -433,16 +436,18 @@ static int r_nary(struct colloc__infer *c, const struct colloc_node *n,
 		if (!v)
 			return -ENOMEM;
 		for (size_t e = 0; e < v->n; e++) {
-			const struct colloc_tensor *a = in_t(c, n, 0);
+			const struct colloc_tensor *a = first;
 			size_t oa = bcast_offset(e, rank, shape, a->rank, a->shape);
 			double f = colloc__value_get_f(a->value, oa);
 			int64_t i = colloc__value_get_i(a->value, oa);
 
 			for (int k = 1; k < n->n_inputs; k++) {
 				const struct colloc_tensor *b = in_t(c, n, k);
-				size_t ob =
-					bcast_offset(e, rank, shape, b->rank, b->shape);
+				size_t ob;
 
+				if (!b)
+					continue; /* checked above; for -Wnull-dereference */
+				ob = bcast_offset(e, rank, shape, b->rank, b->shape);
 				fold_binary(n->op_type, f,
 					    colloc__value_get_f(b->value, ob), i,
 					    colloc__value_get_i(b->value, ob), fmod_sign,

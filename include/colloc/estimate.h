@@ -1,0 +1,156 @@
+/*
+ * colloc/estimate.h — peak GPU memory of a training job, from its graph.
+ *
+ * The estimator replays what PyTorch does over a few training iterations:
+ * it turns the forward graph into the allocation and free events of the
+ * forward pass (outputs, what autograd saves for backward, views that
+ * allocate nothing), the loss, the backward pass (gradient buffers freed as
+ * soon as they are used, parameter gradients kept until zero_grad), and the
+ * optimizer step (states created at the first step, foreach temporaries),
+ * then runs those events through the caching-allocator model
+ * (colloc/allocator.h) and adds the platform's fixed costs (CUDA context,
+ * library workspaces; colloc/platform.h). docs/estimator.md lists every rule
+ * with the PyTorch behaviour it mirrors.
+ *
+ * Ownership: colloc_estimate_run() reads the graph (which must have been
+ * inferred with colloc_graph_infer() at the batch of interest) and fills a
+ * caller-owned struct colloc_estimate; nothing is retained.
+ */
+#ifndef COLLOC_ESTIMATE_H
+#define COLLOC_ESTIMATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "colloc/error.h"
+#include "colloc/graph.h"
+#include "colloc/platform.h"
+
+enum colloc_optimizer {
+	COLLOC_OPT_SGD = 0, /* torch.optim.SGD, no momentum: no state */
+	COLLOC_OPT_MOMENTUM, /* SGD with momentum: 1 buffer per parameter */
+	COLLOC_OPT_ADAM, /* exp_avg + exp_avg_sq */
+	COLLOC_OPT_ADAMW,
+	COLLOC_OPT_RMSPROP, /* square_avg (no momentum, not centered) */
+	COLLOC_OPT_ADAGRAD, /* sum, created in the constructor */
+	COLLOC_OPT_COUNT_
+};
+
+enum colloc_precision {
+	COLLOC_PREC_FP32 = 0,
+	COLLOC_PREC_AMP_FP16, /* torch.autocast fp16 + GradScaler */
+	COLLOC_PREC_AMP_BF16, /* torch.autocast bf16 */
+	COLLOC_PREC_COUNT_
+};
+
+enum colloc_loss {
+	COLLOC_LOSS_CROSS_ENTROPY = 0,
+	COLLOC_LOSS_MSE,
+	COLLOC_LOSS_NONE, /* the graph's first output is the loss already */
+	COLLOC_LOSS_COUNT_
+};
+
+enum colloc_phase {
+	COLLOC_PHASE_SETUP = 0, /* model.to(cuda), optimizer constructor */
+	COLLOC_PHASE_FORWARD,
+	COLLOC_PHASE_LOSS,
+	COLLOC_PHASE_BACKWARD,
+	COLLOC_PHASE_OPTIMIZER,
+};
+
+/* Names for printing and parsing ("adam", "amp-fp16", "backward", ...). */
+const char *colloc_optimizer_name(int opt);
+const char *colloc_precision_name(int prec);
+const char *colloc_loss_name(int loss);
+const char *colloc_phase_name(int phase);
+/* Parse a name; returns the enum value or -1. */
+int colloc_optimizer_parse(const char *s);
+int colloc_precision_parse(const char *s);
+int colloc_loss_parse(const char *s);
+
+struct colloc_estimate_opts {
+	int optimizer; /* enum colloc_optimizer, default adam */
+	int precision; /* enum colloc_precision, default fp32 */
+	int loss; /* enum colloc_loss, default cross-entropy */
+	int iterations; /* training iterations to replay; 0 = 3 */
+	/* Platform fixed costs; NULL = the built-in default profile. */
+	const struct colloc_platform *platform;
+	/* Override of the platform's CUDA context bytes; < 0 = keep. */
+	int64_t context_bytes;
+	/* Device memory to test the fit against; 0 = none. */
+	uint64_t gpu_memory_bytes;
+};
+
+/* Fill opts with the defaults above. */
+void colloc_estimate_opts_init(struct colloc_estimate_opts *opts);
+
+/* What was alive at the peak, by kind (bytes, rounded as allocated). */
+struct colloc_breakdown {
+	uint64_t params_bytes;
+	uint64_t grads_bytes;
+	uint64_t optimizer_bytes;
+	uint64_t activations_bytes; /* saved for backward, live at the peak */
+	uint64_t temporaries_bytes; /* everything else allocated: outputs in
+				     * flight, gradient buffers, workspaces,
+				     * inputs, loss */
+	uint64_t allocator_overhead_bytes; /* reserved - allocated */
+	uint64_t context_bytes; /* CUDA context and libraries */
+};
+
+#define COLLOC_EXPLAIN_MAX 16
+
+/* One tensor alive at the peak, for --explain. */
+struct colloc_live_tensor {
+	char what[96]; /* "saved input of node 12 (/layer1/Conv)" */
+	uint64_t bytes; /* rounded block size */
+	int kind; /* enum colloc_mem_kind */
+};
+
+enum colloc_mem_kind {
+	COLLOC_MEM_PARAM = 0,
+	COLLOC_MEM_GRAD,
+	COLLOC_MEM_OPTIMIZER,
+	COLLOC_MEM_ACTIVATION,
+	COLLOC_MEM_TEMPORARY,
+	COLLOC_MEM_KIND_COUNT_
+};
+const char *colloc_mem_kind_name(int kind);
+
+struct colloc_estimate {
+	uint64_t peak_allocated_bytes; /* torch.cuda.max_memory_allocated */
+	uint64_t peak_reserved_bytes; /* torch.cuda.max_memory_reserved */
+	uint64_t peak_device_bytes; /* what NVML shows for the process */
+	struct colloc_breakdown breakdown; /* at the peak of allocated */
+
+	/* Bytes autograd saves for backward in one forward pass (unique
+	 * storages; parameters and the model input excluded). */
+	uint64_t saved_activation_bytes;
+	uint64_t param_bytes, grad_bytes, optimizer_state_bytes;
+
+	/* When the allocated peak happens. */
+	int peak_iteration; /* 0-based */
+	int peak_phase; /* enum colloc_phase */
+	int peak_node; /* graph node index, -1 if none */
+	char peak_op[96]; /* "node 57 (/layer4/Add, Add)" or "optimizer step" */
+
+	/* Largest tensors alive at the peak, largest first. */
+	int n_explain;
+	struct colloc_live_tensor explain[COLLOC_EXPLAIN_MAX];
+
+	/* Fit against opts.gpu_memory_bytes (when given). */
+	bool fits;
+	int64_t headroom_bytes; /* gpu memory - peak_device (may be < 0) */
+
+	uint64_t events; /* allocator events replayed */
+};
+
+/*
+ * Estimate the training memory of inferred graph g under opts. Returns 0,
+ * or a negative code with a message (unsupported op for training, graph
+ * not inferred, ...).
+ */
+int colloc_estimate_run(const struct colloc_graph *g,
+			const struct colloc_estimate_opts *opts,
+			struct colloc_estimate *out, struct colloc_diag *diag);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * colloc/platform.h — fixed memory costs of a GPU software platform.
+ *
+ * The caching allocator is only part of what a training process holds on a
+ * GPU: the CUDA context (with lazily loaded kernels) and library workspaces
+ * sit beside it. A platform profile records them for one GPU model and one
+ * CUDA / cuDNN / PyTorch combination, with where each number came from.
+ * Profiles are small JSON files in data/platforms/ (see docs/platforms.md);
+ * users can add their own or calibrate them against measurements.
+ */
+#ifndef COLLOC_PLATFORM_H
+#define COLLOC_PLATFORM_H
+
+#include <stdint.h>
+
+#include "colloc/error.h"
+
+struct colloc_platform {
+	char name[64]; /* file stem: "rtx3060-cu124-torch26" */
+	char gpu[96]; /* "NVIDIA GeForce RTX 3060" */
+	uint64_t gpu_memory_bytes; /* total as NVML reports it */
+	char cuda[32], cudnn[32], torch[32];
+	/* Device memory of the CUDA context, loaded kernels and library
+	 * handles, outside the caching allocator. */
+	uint64_t context_bytes;
+	/* cuBLAS workspace, allocated through the caching allocator at the
+	 * first matmul and kept (PyTorch >= 1.11; size by GPU arch). */
+	uint64_t cublas_workspace_bytes;
+	/* Upper bound on cuDNN convolution workspaces allocated through the
+	 * caching allocator around each convolution (benchmark off). */
+	uint64_t cudnn_workspace_bytes;
+	char source[512]; /* where the numbers come from */
+};
+
+/* The built-in profile used when none is given (documented defaults). */
+void colloc_platform_default(struct colloc_platform *p);
+
+/*
+ * Load a profile by name (data/platforms/NAME.json) or path. Unknown keys
+ * are errors, so a typo does not silently fall back to a default.
+ */
+int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
+			 struct colloc_diag *diag);
+
+/* List profile names in data/platforms/, like colloc_zoo_list(). */
+int colloc_platform_list(char **names, int cap);
+
+#endif

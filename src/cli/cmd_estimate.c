@@ -1,0 +1,445 @@
+/*
+ * cmd_estimate.c — `colloc estimate MODEL`: peak GPU memory of training.
+ */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "colloc/estimate.h"
+#include "colloc/onnx.h"
+#include "colloc/units.h"
+#include "colloc/zoo.h"
+
+static const char estimate_usage[] =
+	"usage: colloc estimate MODEL --batch N [--dim NAME=VALUE]... [options]\n"
+	"       colloc estimate MODEL --max-batch --gpu-memory SIZE [options]\n"
+	"       colloc estimate --list-platforms\n"
+	"\n"
+	"Predict the peak GPU memory of training MODEL (an .onnx file or a zoo\n"
+	"name) with PyTorch: what the caching allocator has allocated and\n"
+	"reserved at its worst moment, and what NVML shows for the process\n"
+	"(reserved + CUDA context and libraries). See docs/estimator.md.\n"
+	"\n"
+	"options:\n"
+	"  --batch N              batch size (leading dim of symbolic inputs)\n"
+	"  --dim NAME=VALUE       bind a named dim, e.g. --dim seq=128\n"
+	"  --optimizer NAME       sgd|momentum|adam|adamw|rmsprop|adagrad (adam)\n"
+	"  --precision NAME       fp32|amp-fp16|amp-bf16 (fp32)\n"
+	"  --loss NAME            cross-entropy|mse|none (cross-entropy)\n"
+	"  --platform NAME        profile from data/platforms/ (default: built-in)\n"
+	"  --context-bytes SIZE   override the profile's CUDA context size\n"
+	"  --gpu-memory SIZE      say whether the job fits, with the headroom\n"
+	"                         (default with --max-batch: the profile's GPU)\n"
+	"  --max-batch            print the largest batch that fits\n"
+	"  --iterations N         training iterations to replay (3)\n"
+	"  --explain              list the largest tensors alive at the peak\n"
+	"  --json                 print one JSON object\n"
+	"  --list-platforms       list the bundled platform profiles\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"SIZE accepts units: 12GiB, 450MiB, 8e9.\n"
+	"exit status: 0 success (with --gpu-memory: also when it does not fit;\n"
+	"see \"fits\"), 1 the model could not be estimated, 2 invalid command line.\n";
+
+struct est_args {
+	struct cli_dims dims;
+	struct colloc_estimate_opts opts;
+	struct colloc_platform plat;
+	bool have_plat, json, explain, max_batch;
+};
+
+static cJSON *u64(uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return cJSON_CreateRaw(buf);
+}
+
+static cJSON *i64(int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	return cJSON_CreateRaw(buf);
+}
+
+static int print_json(const char *model, int64_t batch, const struct est_args *a,
+		      const struct colloc_estimate *e)
+{
+	cJSON *r = cJSON_CreateObject(), *b, *x;
+	char *text;
+
+	if (!r)
+		return CLI_ERROR;
+	cJSON_AddStringToObject(r, "model", model);
+	cJSON_AddItemToObject(r, "batch", i64(batch));
+	cJSON_AddStringToObject(r, "optimizer", colloc_optimizer_name(a->opts.optimizer));
+	cJSON_AddStringToObject(r, "precision", colloc_precision_name(a->opts.precision));
+	cJSON_AddStringToObject(r, "loss", colloc_loss_name(a->opts.loss));
+	cJSON_AddStringToObject(r, "platform", a->opts.platform->name);
+	cJSON_AddItemToObject(r, "peak_allocated_bytes", u64(e->peak_allocated_bytes));
+	cJSON_AddItemToObject(r, "peak_reserved_bytes", u64(e->peak_reserved_bytes));
+	cJSON_AddItemToObject(r, "peak_device_bytes", u64(e->peak_device_bytes));
+	b = cJSON_AddObjectToObject(r, "breakdown");
+	cJSON_AddItemToObject(b, "params_bytes", u64(e->breakdown.params_bytes));
+	cJSON_AddItemToObject(b, "grads_bytes", u64(e->breakdown.grads_bytes));
+	cJSON_AddItemToObject(b, "optimizer_bytes", u64(e->breakdown.optimizer_bytes));
+	cJSON_AddItemToObject(b, "activations_bytes", u64(e->saved_activation_bytes));
+	cJSON_AddItemToObject(b, "activations_live_bytes",
+			      u64(e->breakdown.activations_bytes));
+	cJSON_AddItemToObject(b, "temporaries_bytes",
+			      u64(e->breakdown.temporaries_bytes));
+	cJSON_AddItemToObject(b, "allocator_overhead_bytes",
+			      u64(e->breakdown.allocator_overhead_bytes));
+	cJSON_AddItemToObject(b, "context_bytes", u64(e->breakdown.context_bytes));
+	cJSON_AddStringToObject(r, "peak_phase", colloc_phase_name(e->peak_phase));
+	cJSON_AddItemToObject(r, "peak_iteration", i64(e->peak_iteration));
+	cJSON_AddStringToObject(r, "peak_op", e->peak_op);
+	if (a->opts.gpu_memory_bytes) {
+		cJSON_AddItemToObject(r, "gpu_memory_bytes",
+				      u64(a->opts.gpu_memory_bytes));
+		cJSON_AddBoolToObject(r, "fits", e->fits);
+		cJSON_AddItemToObject(r, "headroom_bytes", i64(e->headroom_bytes));
+	}
+	if (a->explain) {
+		x = cJSON_AddArrayToObject(r, "explain");
+		for (int k = 0; k < e->n_explain; k++) {
+			cJSON *o = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(o, "what", e->explain[k].what);
+			cJSON_AddStringToObject(o, "kind",
+						colloc_mem_kind_name(e->explain[k].kind));
+			cJSON_AddItemToObject(o, "bytes", u64(e->explain[k].bytes));
+			cJSON_AddItemToArray(x, o);
+		}
+	}
+	cJSON_AddItemToObject(r, "allocator_events", u64(e->events));
+	text = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	if (!text)
+		return CLI_ERROR;
+	puts(text);
+	free(text);
+	return CLI_OK;
+}
+
+static void line(const char *label, uint64_t bytes)
+{
+	char b[32];
+
+	printf("  %-24s %12s\n", label, colloc_format_bytes(bytes, b, sizeof(b)));
+}
+
+static void print_human(const char *model, int64_t batch, const struct est_args *a,
+			const struct colloc_estimate *e)
+{
+	char b1[32], b2[32];
+
+	printf("model %s, batch %lld, %s, %s, loss %s, platform %s\n", model,
+	       (long long)batch, colloc_optimizer_name(a->opts.optimizer),
+	       colloc_precision_name(a->opts.precision), colloc_loss_name(a->opts.loss),
+	       a->opts.platform->name);
+	printf("peak allocated  %s\n",
+	       colloc_format_bytes(e->peak_allocated_bytes, b1, sizeof(b1)));
+	printf("peak reserved   %s\n",
+	       colloc_format_bytes(e->peak_reserved_bytes, b1, sizeof(b1)));
+	printf("peak device     %s  (reserved + %s CUDA context and libraries)\n",
+	       colloc_format_bytes(e->peak_device_bytes, b1, sizeof(b1)),
+	       colloc_format_bytes(e->breakdown.context_bytes, b2, sizeof(b2)));
+	printf("peak at         iteration %d, %s, %s\n", e->peak_iteration + 1,
+	       colloc_phase_name(e->peak_phase), e->peak_op);
+	printf("alive at the peak:\n");
+	line("parameters and buffers", e->breakdown.params_bytes);
+	line("gradients", e->breakdown.grads_bytes);
+	line("optimizer state", e->breakdown.optimizer_bytes);
+	line("saved activations", e->breakdown.activations_bytes);
+	line("temporaries", e->breakdown.temporaries_bytes);
+	line("allocator overhead", e->breakdown.allocator_overhead_bytes);
+	line("context and libraries", e->breakdown.context_bytes);
+	printf("saved for backward by one forward pass: %s\n",
+	       colloc_format_bytes(e->saved_activation_bytes, b1, sizeof(b1)));
+	if (a->opts.gpu_memory_bytes)
+		printf("fits in %s: %s (headroom %s%s)\n",
+		       colloc_format_bytes(a->opts.gpu_memory_bytes, b1, sizeof(b1)),
+		       e->fits ? "yes" : "NO", e->headroom_bytes < 0 ? "-" : "",
+		       colloc_format_bytes((uint64_t)(e->headroom_bytes < 0
+							      ? -e->headroom_bytes
+							      : e->headroom_bytes),
+					   b2, sizeof(b2)));
+	if (a->explain) {
+		printf("largest tensors alive at the peak:\n");
+		for (int k = 0; k < e->n_explain; k++)
+			printf("  %10s  %-10s %s\n",
+			       colloc_format_bytes(e->explain[k].bytes, b1, sizeof(b1)),
+			       colloc_mem_kind_name(e->explain[k].kind),
+			       e->explain[k].what);
+	}
+}
+
+/* Infer g at batch and estimate; diag explains failures. */
+static int estimate_at(struct colloc_graph *g, struct est_args *a, int64_t batch,
+		       struct colloc_estimate *e, struct colloc_diag *diag)
+{
+	struct colloc_bind_opts bind = {batch, a->dims.dims, a->dims.n_dims};
+	int rc = colloc_graph_infer(g, &bind, diag);
+
+	if (rc)
+		return rc;
+	return colloc_estimate_run(g, &a->opts, e, diag);
+}
+
+static int list_platforms(void)
+{
+	char *names[256];
+	int n = colloc_platform_list(names, 256);
+
+	if (n < 0) {
+		cli_error("cannot list %s/platforms: %s", colloc_data_dir(),
+			  colloc_strerror(n));
+		return CLI_ERROR;
+	}
+	for (int k = 0; k < n && k < 256; k++) {
+		struct colloc_platform p;
+		struct colloc_diag d = {{0}};
+
+		if (colloc_platform_load(names[k], &p, &d) == 0)
+			printf("%-28s %s, CUDA %s, PyTorch %s\n", names[k], p.gpu, p.cuda,
+			       p.torch);
+		else
+			printf("%-28s (invalid: %s)\n", names[k], d.msg);
+		free(names[k]);
+	}
+	return CLI_OK;
+}
+
+int cmd_estimate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"batch", required_argument, NULL, 'b'},
+		{"dim", required_argument, NULL, 'd'},
+		{"optimizer", required_argument, NULL, 'o'},
+		{"precision", required_argument, NULL, 'p'},
+		{"loss", required_argument, NULL, 'L'},
+		{"platform", required_argument, NULL, 'P'},
+		{"context-bytes", required_argument, NULL, 'c'},
+		{"gpu-memory", required_argument, NULL, 'g'},
+		{"iterations", required_argument, NULL, 'i'},
+		{"max-batch", no_argument, NULL, 'm'},
+		{"explain", no_argument, NULL, 'e'},
+		{"json", no_argument, NULL, 'j'},
+		{"list-platforms", no_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct est_args a;
+	struct colloc_diag diag = {{0}};
+	struct colloc_graph *g = NULL;
+	struct colloc_estimate e;
+	char path[4096];
+	const char *platform = NULL;
+	uint64_t v;
+	int c, rc;
+
+	memset(&a, 0, sizeof(a));
+	colloc_estimate_opts_init(&a.opts);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (cli_parse_batch(optarg, &a.dims))
+				return CLI_USAGE;
+			break;
+		case 'd':
+			if (cli_parse_dim(optarg, &a.dims))
+				return CLI_USAGE;
+			break;
+		case 'o':
+			if ((a.opts.optimizer = colloc_optimizer_parse(optarg)) < 0) {
+				cli_error("--optimizer: '%s' is not one of sgd, "
+					  "momentum, adam, "
+					  "adamw, rmsprop, adagrad",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'p':
+			if ((a.opts.precision = colloc_precision_parse(optarg)) < 0) {
+				cli_error("--precision: '%s' is not one of fp32, "
+					  "amp-fp16, amp-bf16",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'L':
+			if ((a.opts.loss = colloc_loss_parse(optarg)) < 0) {
+				cli_error("--loss: '%s' is not one of cross-entropy, "
+					  "mse, none",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'P':
+			platform = optarg;
+			break;
+		case 'c':
+			if (colloc_parse_size(optarg, &v) || v > INT64_MAX) {
+				cli_error("--context-bytes: '%s' is not a size", optarg);
+				return CLI_USAGE;
+			}
+			a.opts.context_bytes = (int64_t)v;
+			break;
+		case 'g':
+			if (colloc_parse_size(optarg, &v) || v == 0 || v > INT64_MAX) {
+				cli_error("--gpu-memory: '%s' is not a positive size",
+					  optarg);
+				return CLI_USAGE;
+			}
+			a.opts.gpu_memory_bytes = v;
+			break;
+		case 'i':
+			if (colloc_parse_u64(optarg, 100, &v) || v == 0) {
+				cli_error("--iterations wants 1..100, not '%s'", optarg);
+				return CLI_USAGE;
+			}
+			a.opts.iterations = (int)v;
+			break;
+		case 'm':
+			a.max_batch = true;
+			break;
+		case 'e':
+			a.explain = true;
+			break;
+		case 'j':
+			a.json = true;
+			break;
+		case 'l':
+			return list_platforms();
+		case 'h':
+			fputs(estimate_usage, stdout);
+			return CLI_OK;
+		default:
+			cli_error("estimate: unknown or incomplete option '%s' (see "
+				  "`colloc "
+				  "estimate --help`)",
+				  argv[optind - 1]);
+			return CLI_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_error(
+			optind >= argc
+				? "estimate: MODEL is missing (see `colloc estimate "
+				  "--help`)"
+				: "estimate: exactly one MODEL, got extra argument '%s'",
+			optind < argc ? argv[optind + 1] : "");
+		return CLI_USAGE;
+	}
+	if (platform) {
+		if (colloc_platform_load(platform, &a.plat, &diag)) {
+			cli_error("%s", diag.msg);
+			return CLI_USAGE;
+		}
+	} else {
+		colloc_platform_default(&a.plat);
+	}
+	a.opts.platform = &a.plat;
+	if (a.max_batch && !a.opts.gpu_memory_bytes)
+		a.opts.gpu_memory_bytes = a.plat.gpu_memory_bytes;
+	if (a.max_batch && !a.opts.gpu_memory_bytes) {
+		cli_error("--max-batch needs --gpu-memory SIZE (or a --platform with a "
+			  "GPU size)");
+		return CLI_USAGE;
+	}
+	if (!a.max_batch && !a.dims.batch) {
+		cli_error("estimate: --batch N is required (or --max-batch)");
+		return CLI_USAGE;
+	}
+	if (colloc_zoo_resolve(argv[optind], path, sizeof(path), &diag)) {
+		cli_error("%s", diag.msg);
+		return CLI_ERROR;
+	}
+	if ((rc = colloc_onnx_load_file(path, NULL, &g, &diag))) {
+		cli_error("%s", diag.msg);
+		return CLI_ERROR;
+	}
+	if (a.max_batch) {
+		/* Peak memory grows with the batch: double, then bisect. */
+		int64_t lo = 0, hi = 1;
+
+		while (hi <= ((int64_t)1 << 30)) {
+			rc = estimate_at(g, &a, hi, &e, &diag);
+			if (rc)
+				break;
+			if (!e.fits)
+				break;
+			lo = hi;
+			hi *= 2;
+		}
+		while (!rc && hi - lo > 1) {
+			int64_t mid = lo + (hi - lo) / 2;
+
+			rc = estimate_at(g, &a, mid, &e, &diag);
+			if (rc)
+				break;
+			if (e.fits)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		if (!rc && lo > 0)
+			rc = estimate_at(g, &a, lo, &e, &diag);
+		if (rc) {
+			cli_error("%s: %s", argv[optind], diag.msg);
+			colloc_graph_destroy(g);
+			return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE
+									    : CLI_ERROR;
+		}
+		if (a.json) {
+			char b[32];
+
+			snprintf(b, sizeof(b), "%lld", (long long)lo);
+			printf("{\"model\":\"%s\",\"max_batch\":%s,\"gpu_memory_bytes\":%"
+			       "llu,"
+			       "\"peak_device_bytes\":%llu}\n",
+			       argv[optind], b,
+			       (unsigned long long)a.opts.gpu_memory_bytes,
+			       (unsigned long long)(lo > 0 ? e.peak_device_bytes : 0));
+		} else if (lo == 0) {
+			char b[32];
+
+			printf("%s: not even batch 1 fits in %s\n", argv[optind],
+			       colloc_format_bytes(a.opts.gpu_memory_bytes, b,
+						   sizeof(b)));
+		} else {
+			char b1[32], b2[32];
+
+			printf("%s: largest batch that fits in %s: %lld (peak device "
+			       "%s)\n",
+			       argv[optind],
+			       colloc_format_bytes(a.opts.gpu_memory_bytes, b1,
+						   sizeof(b1)),
+			       (long long)lo,
+			       colloc_format_bytes(e.peak_device_bytes, b2, sizeof(b2)));
+		}
+		colloc_graph_destroy(g);
+		return CLI_OK;
+	}
+	rc = estimate_at(g, &a, a.dims.batch, &e, &diag);
+	if (rc) {
+		cli_error("%s: %s", argv[optind], diag.msg);
+		colloc_graph_destroy(g);
+		return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE
+								    : CLI_ERROR;
+	}
+	if (a.json)
+		rc = print_json(argv[optind], a.dims.batch, &a, &e);
+	else
+		print_human(argv[optind], a.dims.batch, &a, &e), rc = CLI_OK;
+	colloc_graph_destroy(g);
+	return rc;
+}

@@ -1,0 +1,173 @@
+/*
+ * estimate.c — colloc_estimate_run(): classify the graph's ops for
+ * training, replay the training loop twice (once to find the peak, once to
+ * stop there and list what is alive) and add the platform's fixed costs.
+ */
+#include "colloc/estimate.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate/estimate_int.h"
+#include "estimate/timeline.h"
+
+static const char *const opt_names[COLLOC_OPT_COUNT_] = {"sgd",	  "momentum", "adam",
+							 "adamw", "rmsprop",  "adagrad"};
+static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16",
+							   "amp-bf16"};
+static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse",
+							   "none"};
+static const char *const phase_names[] = {"setup", "forward", "loss", "backward",
+					  "optimizer"};
+static const char *const kind_names[COLLOC_MEM_KIND_COUNT_] = {
+	"parameter", "gradient", "optimizer", "activation", "temporary"};
+
+#define NAME_OF(tab, i) \
+	((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof(tab[0]) ? tab[i] : "unknown")
+
+const char *colloc_optimizer_name(int v)
+{
+	return NAME_OF(opt_names, v);
+}
+
+const char *colloc_precision_name(int v)
+{
+	return NAME_OF(prec_names, v);
+}
+
+const char *colloc_loss_name(int v)
+{
+	return NAME_OF(loss_names, v);
+}
+
+const char *colloc_phase_name(int v)
+{
+	return NAME_OF(phase_names, v);
+}
+
+const char *colloc_mem_kind_name(int v)
+{
+	return NAME_OF(kind_names, v);
+}
+
+static int parse_in(const char *const *tab, int n, const char *s)
+{
+	for (int k = 0; s && k < n; k++)
+		if (strcmp(tab[k], s) == 0)
+			return k;
+	return -1;
+}
+
+int colloc_optimizer_parse(const char *s)
+{
+	return parse_in(opt_names, COLLOC_OPT_COUNT_, s);
+}
+
+int colloc_precision_parse(const char *s)
+{
+	return parse_in(prec_names, COLLOC_PREC_COUNT_, s);
+}
+
+int colloc_loss_parse(const char *s)
+{
+	return parse_in(loss_names, COLLOC_LOSS_COUNT_, s);
+}
+
+void colloc_estimate_opts_init(struct colloc_estimate_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->optimizer = COLLOC_OPT_ADAM;
+	o->precision = COLLOC_PREC_FP32;
+	o->loss = COLLOC_LOSS_CROSS_ENTROPY;
+	o->iterations = 3;
+	o->context_bytes = -1;
+}
+
+int colloc_estimate_run(const struct colloc_graph *g,
+			const struct colloc_estimate_opts *opts,
+			struct colloc_estimate *out, struct colloc_diag *diag)
+{
+	struct colloc__timeline_result r1, r2;
+	struct colloc_platform def;
+	const struct colloc_platform *plat = opts->platform;
+	struct colloc__top *tops;
+	uint64_t context;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (opts->optimizer < 0 || opts->optimizer >= COLLOC_OPT_COUNT_ ||
+	    opts->precision < 0 || opts->precision >= COLLOC_PREC_COUNT_ ||
+	    opts->loss < 0 || opts->loss >= COLLOC_LOSS_COUNT_)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid estimator options");
+	if (opts->precision != COLLOC_PREC_FP32)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "precision %s is not modelled yet; use fp32",
+				       colloc_precision_name(opts->precision));
+	for (int i = 0; i < g->n_tensors; i++)
+		if (g->tensors[i].rank < 0 && g->tensors[i].role == COLLOC_TENSOR_INPUT)
+			return colloc_diag_set(
+				diag, COLLOC_EUSAGE,
+				"the graph has not been inferred (bind its "
+				"dimensions first)");
+	if (!plat) {
+		colloc_platform_default(&def);
+		plat = &def;
+	}
+	tops = calloc((size_t)g->n_nodes + 1, sizeof(*tops));
+	if (!tops)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	rc = colloc__train_ops(g, opts->precision, tops, diag);
+	if (rc < 0)
+		goto done;
+	rc = colloc__timeline_run(g, tops, opts, plat, 0, &r1);
+	if (rc)
+		goto fail;
+	rc = colloc__timeline_run(g, tops, opts, plat, r1.peak_event, &r2);
+	if (rc)
+		goto fail;
+
+	context = opts->context_bytes >= 0 ? (uint64_t)opts->context_bytes
+					   : plat->context_bytes;
+	out->peak_allocated_bytes = r1.peak_allocated;
+	out->peak_reserved_bytes = r1.peak_reserved;
+	out->peak_device_bytes = r1.peak_reserved + context;
+	out->breakdown.params_bytes = r1.peak_kind[COLLOC_MEM_PARAM];
+	out->breakdown.grads_bytes = r1.peak_kind[COLLOC_MEM_GRAD];
+	out->breakdown.optimizer_bytes = r1.peak_kind[COLLOC_MEM_OPTIMIZER];
+	out->breakdown.activations_bytes = r1.peak_kind[COLLOC_MEM_ACTIVATION];
+	out->breakdown.temporaries_bytes = r1.peak_kind[COLLOC_MEM_TEMPORARY];
+	out->breakdown.allocator_overhead_bytes = r1.peak_reserved - r1.peak_allocated;
+	out->breakdown.context_bytes = context;
+	out->saved_activation_bytes = r1.saved_bytes_forward;
+	out->param_bytes = r1.param_bytes;
+	out->grad_bytes = r1.grad_bytes;
+	out->optimizer_state_bytes = r1.optimizer_bytes;
+	out->peak_iteration = r1.peak_iter;
+	out->peak_phase = r1.peak_phase;
+	out->peak_node = r1.peak_node;
+	if (r1.peak_node >= 0)
+		colloc_node_describe(g, r1.peak_node, out->peak_op, sizeof(out->peak_op));
+	else
+		snprintf(out->peak_op, sizeof(out->peak_op), "%s",
+			 r1.peak_phase == COLLOC_PHASE_OPTIMIZER ? "optimizer step"
+			 : r1.peak_phase == COLLOC_PHASE_LOSS	 ? "loss"
+								 : "outside the model");
+	out->n_explain = r2.n_live;
+	memcpy(out->explain, r2.live, sizeof(out->explain));
+	out->events = r1.events;
+	if (opts->gpu_memory_bytes) {
+		out->headroom_bytes =
+			(int64_t)opts->gpu_memory_bytes - (int64_t)out->peak_device_bytes;
+		out->fits = out->headroom_bytes >= 0;
+	}
+	rc = 0;
+	goto done;
+fail:
+	if (rc == -ENOMEM)
+		colloc_diag_printf(diag, "out of memory while estimating");
+done:
+	free(tops);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * estimate_int.h — internals shared by the estimator's files:
+ * patterns.c (decomposed ONNX patterns -> the PyTorch op they came from),
+ * train_ops.c (what each op allocates, views and saves), timeline.c (the
+ * event replay) and estimate.c (the public entry point).
+ */
+#ifndef COLLOC_ESTIMATE_INT_H
+#define COLLOC_ESTIMATE_INT_H
+
+#include "colloc/allocator.h"
+#include "colloc/estimate.h"
+#include "colloc/graph.h"
+
+/* How a node's first output relates to storage in the forward pass. */
+enum colloc__fwd {
+	FWD_NEW = 0, /* a new contiguous tensor */
+	FWD_VIEW, /* a view of input 0 (Reshape may still copy) */
+	FWD_INPLACE, /* may run in place on input 0 (ReLU(inplace=True)) */
+	FWD_SKIP, /* no tensor op at all (shape arithmetic, absorbed) */
+};
+
+/* Bits of what a node saves for backward. */
+enum {
+	SAVE_IN0 = 1 << 0,
+	SAVE_IN1 = 1 << 1,
+	SAVE_IN2 = 1 << 2,
+	SAVE_OUT0 = 1 << 4,
+};
+
+/* A node as PyTorch runs it, after pattern recognition. */
+struct colloc__top {
+	int node; /* representative graph node (the pattern's last) */
+	int kind; /* enum colloc__op_kind */
+	enum colloc__fwd fwd;
+	int in[3]; /* graph tensors read (after fusion), -1 if none */
+	int n_in;
+	int out; /* graph tensor produced, -1 if none */
+	unsigned save; /* SAVE_* bits */
+	/* Extra tensors saved for backward beyond inputs and outputs (BN
+	 * statistics, max-pool indices, dropout masks), in bytes each. */
+	uint64_t extra_saved[2];
+	int n_extra;
+	/* Temporary workspace around the forward / backward kernel. */
+	uint64_t fwd_workspace, bwd_workspace;
+	bool matmul; /* uses cuBLAS (workspace allocated at first use) */
+	bool conv; /* uses cuDNN convolution */
+	bool grad_view; /* backward hands grad_output through as a view */
+};
+
+enum colloc__op_kind {
+	OPK_OTHER = 0,
+	OPK_CONV,
+	OPK_LINEAR, /* Gemm, or MatMul (+ Add bias) with a parameter */
+	OPK_MATMUL, /* between activations (attention) */
+	OPK_BATCHNORM,
+	OPK_LAYERNORM, /* LayerNormalization, or the decomposed pattern */
+	OPK_GELU, /* erf GELU recognised from Div/Erf/Add/Mul/Mul */
+	OPK_SILU, /* x * sigmoid(x) */
+	OPK_ACT_RESULT, /* activations whose backward uses the output */
+	OPK_ACT_INPUT, /* activations whose backward uses the input */
+	OPK_POOL_MAX,
+	OPK_POOL_AVG,
+	OPK_SOFTMAX,
+	OPK_DROPOUT,
+	OPK_ADD, /* saves nothing */
+	OPK_MUL, /* saves the tensor operands */
+	OPK_DIV,
+	OPK_EMBEDDING, /* Gather from a parameter */
+	OPK_CONCAT,
+	OPK_SPLIT, /* views forward, a new buffer backward */
+	OPK_SLICE,
+	OPK_VIEW,
+	OPK_REDUCE,
+	OPK_COPY, /* Expand/Tile/Pad/Where...: new tensor, saves none */
+};
+
+/* Recognise patterns and classify every node of g into tops[0..n).
+ * Returns the count (<= g->n_nodes) or a negative code. */
+int colloc__train_ops(const struct colloc_graph *g, int precision,
+		      struct colloc__top *tops, struct colloc_diag *diag);
+
+/* Whether tensor t is a trainable parameter, possibly through a
+ * Transpose/Cast/Identity chain of parameters (how exporters feed
+ * nn.Linear weights). Returns the parameter's tensor index or -1. */
+int colloc__param_source(const struct colloc_graph *g, int t);
+
+#endif

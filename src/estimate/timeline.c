@@ -1,0 +1,1128 @@
+/*
+ * timeline.c — replay the allocations of a training loop through the
+ * caching-allocator model and find the peak.
+ *
+ * The loop mirrored is the common one (and the one of the measurements in
+ * data/ and ../shared/data/memory-groundtruth):
+ *
+ *   model.to(cuda); opt = Optimizer(model.parameters())
+ *   for it in range(N):
+ *       x, y = x.to(cuda), y.to(cuda)     # last iteration's x, y freed after
+ *       out = model(x)                     # last iteration's out still alive
+ *       loss = crit(out, y)
+ *       opt.zero_grad()                    # set_to_none: grads freed here
+ *       loss.backward()
+ *       opt.step()                         # states created at the first step
+ *
+ * Storage, not tensors, is what the allocator sees: views share their base's
+ * storage, and a storage is freed when no pending forward use, no holder and
+ * no pending backward use (autograd saved it) remains. Strides are tracked
+ * so that reshape() copies exactly when PyTorch's would (a view is only
+ * possible when the old strides allow it), which decides whether attention
+ * and head-merging reshapes allocate.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate/estimate_int.h"
+#include "estimate/timeline.h"
+
+struct stor {
+	uint64_t bytes;
+	uint32_t handle;
+	int kind; /* enum colloc_mem_kind */
+	int refs; /* pending forward uses and holders */
+	int savers; /* pending backward nodes that saved it */
+	int node; /* node that made it, -1 for none */
+	const char *role;
+	bool alive;
+	bool counted; /* already in the saved-bytes total of this forward */
+};
+
+struct tl {
+	const struct colloc_graph *g;
+	const struct colloc__top *tops;
+	const struct colloc_estimate_opts *opts;
+	const struct colloc_platform *plat;
+	struct colloc_alloc_sim *sim;
+
+	struct stor *st;
+	int n_st, cap_st;
+
+	int *tstor; /* graph tensor -> storage, -1 if not materialised */
+	int64_t (*strides)[COLLOC_MAX_RANK];
+	int *uses; /* graph tensor -> forward consumers (static) */
+	bool *req; /* graph tensor requires grad */
+	int *grad; /* graph tensor -> gradient storage, -1 if none */
+	int *pgrad; /* parameter tensor -> .grad storage, -1 if none */
+	int (*saved)[6]; /* node -> storages it saved, -1 terminated */
+
+	uint64_t kind_bytes[COLLOC_MEM_KIND_COUNT_];
+	uint64_t saved_bytes; /* saved-for-backward total of the last forward */
+	int cublas; /* storage of the cuBLAS workspace, or -1 */
+
+	/* position */
+	int iter, phase, node;
+	uint64_t events;
+
+	/* peak (of allocated) */
+	uint64_t peak;
+	uint64_t peak_event;
+	int peak_iter, peak_phase, peak_node;
+	uint64_t peak_kind[COLLOC_MEM_KIND_COUNT_];
+	uint64_t stop_at; /* explain pass: stop replaying after this event */
+	bool stopped;
+};
+
+#define ROLE_OUT "output of"
+
+static int st_new(struct tl *t, uint64_t bytes, int kind, int node, const char *role,
+		  int *out)
+{
+	struct stor *s;
+	struct colloc_alloc_stats as;
+	int rc;
+
+	*out = -1;
+	if (t->stopped)
+		return 0;
+	if (t->n_st == t->cap_st) {
+		int cap = t->cap_st ? t->cap_st * 2 : 1024;
+		struct stor *n = realloc(t->st, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->st = n;
+		t->cap_st = cap;
+	}
+	s = &t->st[t->n_st];
+	memset(s, 0, sizeof(*s));
+	s->bytes = bytes;
+	s->kind = kind;
+	s->node = node;
+	s->role = role;
+	rc = colloc_alloc_sim_malloc(t->sim, bytes, &s->handle);
+	if (rc)
+		return rc;
+	s->alive = true;
+	if (s->handle != COLLOC_ALLOC_NULL) {
+		uint64_t addr, size;
+
+		colloc_alloc_sim_block(t->sim, s->handle, &addr, &size);
+		t->kind_bytes[kind] += size;
+	}
+	*out = t->n_st++;
+	t->events++;
+	colloc_alloc_sim_stats(t->sim, &as);
+	if (as.allocated > t->peak) {
+		t->peak = as.allocated;
+		t->peak_event = t->events;
+		t->peak_iter = t->iter;
+		t->peak_phase = t->phase;
+		t->peak_node = t->node;
+		memcpy(t->peak_kind, t->kind_bytes, sizeof(t->peak_kind));
+	}
+	if (t->stop_at && t->events >= t->stop_at)
+		t->stopped = true;
+	return 0;
+}
+
+static void st_free(struct tl *t, int id)
+{
+	struct stor *s;
+
+	if (id < 0 || t->stopped)
+		return;
+	s = &t->st[id];
+	if (!s->alive)
+		return;
+	if (s->handle != COLLOC_ALLOC_NULL) {
+		uint64_t addr, size;
+
+		colloc_alloc_sim_block(t->sim, s->handle, &addr, &size);
+		t->kind_bytes[s->kind] -= size;
+		colloc_alloc_sim_free(t->sim, s->handle);
+	}
+	s->alive = false;
+	t->events++;
+}
+
+/* Free a storage if nothing needs it any more. */
+static void st_release(struct tl *t, int id)
+{
+	if (id >= 0 && t->st[id].refs <= 0 && t->st[id].savers <= 0)
+		st_free(t, id);
+}
+
+static void st_unref(struct tl *t, int id)
+{
+	if (id < 0)
+		return;
+	t->st[id].refs--;
+	st_release(t, id);
+}
+
+/* --- strides -------------------------------------------------------------- */
+
+static void contiguous(const struct colloc_tensor *x, int64_t *str)
+{
+	int64_t s = 1;
+
+	for (int d = x->rank - 1; d >= 0; d--) {
+		str[d] = s;
+		s *= x->shape[d] > 0 ? x->shape[d] : 1;
+	}
+}
+
+static bool is_contiguous(const struct colloc_tensor *x, const int64_t *str)
+{
+	int64_t s = 1;
+
+	for (int d = x->rank - 1; d >= 0; d--) {
+		if (x->shape[d] != 1 && str[d] != s)
+			return false;
+		s *= x->shape[d];
+	}
+	return true;
+}
+
+/*
+ * Strides of a view of (shape os, strides ost) with shape ns, or false when
+ * no view exists and reshape() must copy. Old dims are grouped into runs
+ * that are contiguous with each other; every run must map onto whole new
+ * dims (the rule of ATen's computeStride, written from its description).
+ */
+static bool view_strides(int ro, const int64_t *os, const int64_t *ost, int rn,
+			 const int64_t *ns, int64_t *nst)
+{
+	int64_t numel = 1, base, tn = 1, vn = 1;
+	int vd = rn - 1;
+
+	for (int d = 0; d < ro; d++)
+		numel *= os[d];
+	if (numel == 0 || ro == 0) {
+		int64_t s = 1;
+
+		for (int d = rn - 1; d >= 0; d--) {
+			nst[d] = s;
+			s *= ns[d] > 0 ? ns[d] : 1;
+		}
+		return true;
+	}
+	base = ost[ro - 1];
+	for (int td = ro - 1; td >= 0; td--) {
+		tn *= os[td];
+		if (td == 0 || (os[td - 1] != 1 && ost[td - 1] != tn * base)) {
+			while (vd >= 0 && (vn < tn || ns[vd] == 1)) {
+				nst[vd] = vn * base;
+				vn *= ns[vd];
+				vd--;
+			}
+			if (vn != tn)
+				return false;
+			if (td > 0) {
+				base = ost[td - 1];
+				tn = 1;
+				vn = 1;
+			}
+		}
+	}
+	return vd == -1;
+}
+
+/* --- forward --------------------------------------------------------------- */
+
+static const struct colloc_tensor *T(const struct tl *t, int i)
+{
+	return &t->g->tensors[i];
+}
+
+/* Map tensor `out` onto storage s (a view or in-place result). */
+static void alias(struct tl *t, int out, int s)
+{
+	t->tstor[out] = s;
+	if (s >= 0)
+		t->st[s].refs += t->uses[out];
+}
+
+/* Give tensor `out` a new contiguous storage. */
+static int fresh(struct tl *t, int out, int kind, const char *role)
+{
+	int s, rc;
+
+	rc = st_new(t, colloc_tensor_bytes(T(t, out)), kind, t->node, role, &s);
+	if (rc)
+		return rc;
+	contiguous(T(t, out), t->strides[out]);
+	alias(t, out, s);
+	return 0;
+}
+
+static void save(struct tl *t, int node, int s)
+{
+	int k;
+
+	if (s < 0 || t->stopped)
+		return;
+	if (t->st[s].kind == COLLOC_MEM_PARAM)
+		return; /* parameters and buffers are not activations */
+	for (k = 0; k < 6 && t->saved[node][k] >= 0; k++)
+		if (t->saved[node][k] == s)
+			return;
+	if (k == 6)
+		return;
+	t->saved[node][k] = s;
+	if (k + 1 < 6)
+		t->saved[node][k + 1] = -1;
+	t->st[s].savers++;
+	if (!t->st[s].counted && t->st[s].role != NULL &&
+	    strcmp(t->st[s].role, "input") != 0) {
+		t->st[s].counted = true;
+		t->saved_bytes += t->st[s].bytes;
+	}
+}
+
+/* The operand of a matmul as bmm/mm sees it: its storage if the folded
+ * view exists, else a contiguous copy (which is then what is saved). */
+static int matmul_operand(struct tl *t, int in, bool fold_batch, int *copy)
+{
+	const struct colloc_tensor *x = T(t, in);
+	int64_t ns[3], nst[3];
+	int rn = 0, rc;
+
+	*copy = -1;
+	if (t->tstor[in] < 0)
+		return 0;
+	if (x->rank >= 3 || (fold_batch && x->rank >= 2)) {
+		int64_t lead = 1;
+
+		for (int d = 0; d < x->rank - 2; d++)
+			lead *= x->shape[d];
+		if (fold_batch) {
+			ns[rn++] = lead * x->shape[x->rank - 2];
+			ns[rn++] = x->shape[x->rank - 1];
+		} else {
+			ns[rn++] = lead;
+			ns[rn++] = x->shape[x->rank - 2];
+			ns[rn++] = x->shape[x->rank - 1];
+		}
+		if (!view_strides(x->rank, x->shape, t->strides[in], rn, ns, nst)) {
+			rc = st_new(t, colloc_tensor_bytes(x), COLLOC_MEM_ACTIVATION,
+				    t->node, "contiguous copy for matmul", copy);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int run_forward_op(struct tl *t, const struct colloc__top *tp)
+{
+	const struct colloc_graph *g = t->g;
+	const struct colloc_node *n = &g->nodes[tp->node];
+	int out = tp->out, rc, copies[2] = {-1, -1};
+	int s_in0 = tp->in[0] >= 0 ? t->tstor[tp->in[0]] : -1;
+
+	t->node = tp->node;
+	if (tp->matmul && t->cublas < 0 && t->plat->cublas_workspace_bytes) {
+		/* cuBLAS takes its workspace from the caching allocator at the
+		 * first GEMM and keeps it (PyTorch >= 1.11). */
+		rc = st_new(t, t->plat->cublas_workspace_bytes, COLLOC_MEM_TEMPORARY,
+			    tp->node, "cuBLAS workspace", &t->cublas);
+		if (rc)
+			return rc;
+		if (t->cublas >= 0)
+			t->st[t->cublas].refs = 1;
+	}
+	if (tp->kind == OPK_MATMUL ||
+	    (tp->kind == OPK_LINEAR && strcmp(n->op_type, "MatMul") == 0)) {
+		for (int k = 0; k < 2; k++)
+			if (tp->in[k] >= 0 && colloc__param_source(g, tp->in[k]) < 0) {
+				rc = matmul_operand(t, tp->in[k], tp->kind == OPK_LINEAR,
+						    &copies[k]);
+				if (rc)
+					return rc;
+			}
+	}
+
+	/* The output. */
+	if (out >= 0) {
+		const struct colloc_tensor *y = T(t, out);
+
+		switch (tp->fwd) {
+		case FWD_VIEW:
+			if (s_in0 < 0) {
+				t->tstor[out] = -1;
+				break;
+			}
+			if (tp->kind == OPK_SPLIT) {
+				for (int o = 0; o < n->n_outputs; o++)
+					if (n->outputs[o] >= 0) {
+						memcpy(t->strides[n->outputs[o]],
+						       t->strides[tp->in[0]],
+						       sizeof(t->strides[0]));
+						alias(t, n->outputs[o], s_in0);
+					}
+				break;
+			}
+			if (tp->kind == OPK_SLICE) {
+				memcpy(t->strides[out], t->strides[tp->in[0]],
+				       sizeof(t->strides[0]));
+				alias(t, out, s_in0);
+				break;
+			}
+			if (strcmp(n->op_type, "Transpose") == 0) {
+				const struct colloc_attr *p = colloc_node_attr(n, "perm");
+				const struct colloc_tensor *x = T(t, tp->in[0]);
+
+				for (int d = 0; d < y->rank; d++) {
+					int from = p && p->type == COLLOC_ATTR_INTS &&
+								   (size_t)d < p->n
+							   ? (int)p->ints[d]
+							   : y->rank - 1 - d;
+
+					t->strides[out][d] =
+						from >= 0 && from < x->rank
+							? t->strides[tp->in[0]][from]
+							: 1;
+				}
+				alias(t, out, s_in0);
+				break;
+			}
+			if (strcmp(n->op_type, "Expand") == 0) {
+				const struct colloc_tensor *x = T(t, tp->in[0]);
+				int off = y->rank - x->rank;
+
+				for (int d = 0; d < y->rank; d++)
+					t->strides[out][d] =
+						d < off || (x->shape[d - off] == 1 &&
+							    y->shape[d] != 1)
+							? 0
+							: t->strides[tp->in[0]][d - off];
+				alias(t, out, s_in0);
+				break;
+			}
+			if (strcmp(n->op_type, "Gather") == 0 ||
+			    strcmp(n->op_type, "Dropout") == 0 ||
+			    strcmp(n->op_type, "Identity") == 0) {
+				/* select(): drop the gathered axis' stride */
+				const struct colloc_tensor *x = T(t, tp->in[0]);
+				int axis = (int)colloc_node_attr_int(n, "axis", 0), j = 0;
+
+				if (axis < 0)
+					axis += x->rank;
+				for (int d = 0; d < x->rank && j < COLLOC_MAX_RANK; d++)
+					if (strcmp(n->op_type, "Gather") != 0 ||
+					    d != axis)
+						t->strides[out][j++] =
+							t->strides[tp->in[0]][d];
+				alias(t, out, s_in0);
+				break;
+			}
+			/* Reshape family: a view when the strides allow. */
+			if (view_strides(T(t, tp->in[0])->rank, T(t, tp->in[0])->shape,
+					 t->strides[tp->in[0]], y->rank, y->shape,
+					 t->strides[out])) {
+				alias(t, out, s_in0);
+			} else {
+				rc = fresh(t, out, COLLOC_MEM_ACTIVATION,
+					   "reshape copy of");
+				if (rc)
+					return rc;
+			}
+			break;
+		case FWD_INPLACE:
+			/* In place when the input dies here anyway and nothing
+			 * saved it: what a model written with inplace=True does
+			 * (PyTorch would refuse otherwise). */
+			if (s_in0 >= 0 && t->st[s_in0].refs == 1 &&
+			    t->st[s_in0].savers == 0 &&
+			    t->st[s_in0].kind == COLLOC_MEM_ACTIVATION &&
+			    t->uses[tp->in[0]] == 1 &&
+			    is_contiguous(T(t, tp->in[0]), t->strides[tp->in[0]])) {
+				contiguous(y, t->strides[out]);
+				alias(t, out, s_in0);
+				break;
+			}
+			/* fall through */
+		case FWD_NEW:
+			rc = fresh(t, out, COLLOC_MEM_ACTIVATION, ROLE_OUT);
+			if (rc)
+				return rc;
+			break;
+		case FWD_SKIP:
+			break;
+		}
+	}
+
+	/* What autograd keeps for backward. */
+	t->saved[tp->node][0] = -1;
+	for (int k = 0; k < 3; k++)
+		if ((tp->save & (1u << k)) && tp->in[k] >= 0)
+			save(t, tp->node,
+			     copies[k < 2 ? k : 0] >= 0 && k < 2 ? copies[k]
+								 : t->tstor[tp->in[k]]);
+	if ((tp->save & SAVE_OUT0) && out >= 0)
+		save(t, tp->node, t->tstor[out]);
+	for (int k = 0; k < 2; k++)
+		if (copies[k] >= 0)
+			st_release(t, copies[k]); /* freed now unless saved */
+	for (int k = 0; k < tp->n_extra; k++) {
+		int s;
+
+		rc = st_new(t, tp->extra_saved[k], COLLOC_MEM_ACTIVATION, tp->node,
+			    "saved statistics/mask/indices of", &s);
+		if (rc)
+			return rc;
+		save(t, tp->node, s);
+	}
+	if (tp->fwd_workspace) {
+		int s;
+
+		rc = st_new(t, tp->fwd_workspace, COLLOC_MEM_TEMPORARY, tp->node,
+			    "workspace of", &s);
+		if (rc)
+			return rc;
+		st_free(t, s);
+	}
+
+	/* Inputs are used once more: drop the forward references. */
+	if (tp->kind == OPK_CONCAT) {
+		for (int i = 0; i < n->n_inputs; i++)
+			if (n->inputs[i] >= 0)
+				st_unref(t, t->tstor[n->inputs[i]]);
+	} else {
+		for (int k = 0; k < tp->n_in; k++)
+			if (tp->in[k] >= 0)
+				st_unref(t, t->tstor[tp->in[k]]);
+	}
+	/* Outputs nobody reads (and nobody saved) go right away. */
+	if (out >= 0 && t->tstor[out] >= 0)
+		st_release(t, t->tstor[out]);
+	return 0;
+}
+
+/* --- backward -------------------------------------------------------------- */
+
+static int grad_into(struct tl *t, int in, int from_out, bool as_view)
+{
+	int p = colloc__param_source(t->g, in), s, rc;
+	uint64_t bytes = colloc_tensor_bytes(T(t, p >= 0 ? p : in));
+
+	if (p >= 0) {
+		/* AccumulateGrad: the first gradient becomes .grad; later
+		 * ones (tied weights) are added into it. */
+		if (t->pgrad[p] < 0 || !t->st[t->pgrad[p]].alive) {
+			rc = st_new(t, bytes, COLLOC_MEM_GRAD, t->node, "gradient of",
+				    &t->pgrad[p]);
+			if (rc)
+				return rc;
+			if (t->pgrad[p] >= 0)
+				t->st[t->pgrad[p]].refs = 1;
+			return 0;
+		}
+		rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, t->node,
+			    "gradient (to add) of", &s);
+		st_free(t, s);
+		return rc;
+	}
+	if (!t->req[in])
+		return 0;
+	if (t->grad[in] >= 0 && t->st[t->grad[in]].alive) {
+		/* Accumulated into the existing buffer (InputBuffer::add). */
+		rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, t->node,
+			    "gradient (to add) of", &s);
+		st_free(t, s);
+		return rc;
+	}
+	if (as_view && from_out >= 0 && t->grad[from_out] >= 0) {
+		t->grad[in] = t->grad[from_out];
+		t->st[t->grad[in]].refs++;
+		return 0;
+	}
+	rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, t->node, "gradient of", &t->grad[in]);
+	if (rc == 0 && t->grad[in] >= 0)
+		t->st[t->grad[in]].refs = 1;
+	return rc;
+}
+
+static int run_backward_op(struct tl *t, const struct colloc__top *tp)
+{
+	const struct colloc_node *n = &t->g->nodes[tp->node];
+	int out = tp->out, rc = 0;
+	bool flows = false;
+
+	t->node = tp->node;
+	if (tp->kind == OPK_SPLIT) {
+		for (int o = 0; o < n->n_outputs; o++)
+			if (n->outputs[o] >= 0 && t->grad[n->outputs[o]] >= 0)
+				flows = true;
+	} else if (out >= 0 && t->grad[out] >= 0) {
+		flows = true;
+	}
+	if (flows) {
+		if (tp->bwd_workspace) {
+			int s;
+
+			rc = st_new(t, tp->bwd_workspace, COLLOC_MEM_TEMPORARY, tp->node,
+				    "workspace of", &s);
+			if (rc)
+				return rc;
+			st_free(t, s);
+		}
+		if (tp->kind == OPK_CONCAT) {
+			/* cat's backward hands out slices of grad_output. */
+			for (int i = 0; i < n->n_inputs && !rc; i++)
+				if (n->inputs[i] >= 0)
+					rc = grad_into(t, n->inputs[i], out, true);
+		} else {
+			for (int k = 0; k < tp->n_in && !rc; k++) {
+				int in = tp->in[k];
+
+				if (in < 0)
+					continue;
+				if (colloc__param_source(t->g, in) < 0 && !t->req[in])
+					continue;
+				rc = grad_into(t, in, out, tp->grad_view && k == 0);
+			}
+			/* BatchNorm / LayerNorm weights and biases are not in
+			 * tp->in (they are parameters): their grads too. */
+			if (tp->kind == OPK_BATCHNORM || tp->kind == OPK_LAYERNORM ||
+			    tp->kind == OPK_CONV || tp->kind == OPK_LINEAR) {
+				for (int i = 0; i < n->n_inputs && !rc; i++) {
+					int in = n->inputs[i];
+					int p = in >= 0 ? colloc__param_source(t->g, in)
+							: -1;
+
+					if (p < 0 ||
+					    (tp->kind == OPK_BATCHNORM && i >= 3))
+						continue;
+					if (in == tp->in[0] || in == tp->in[1])
+						continue;
+					rc = grad_into(t, in, out, false);
+				}
+			}
+		}
+		if (rc)
+			return rc;
+	}
+	/* grad_output is consumed. */
+	if (tp->kind == OPK_SPLIT) {
+		for (int o = 0; o < n->n_outputs; o++)
+			if (n->outputs[o] >= 0 && t->grad[n->outputs[o]] >= 0) {
+				st_unref(t, t->grad[n->outputs[o]]);
+				t->grad[n->outputs[o]] = -1;
+			}
+	} else if (out >= 0 && t->grad[out] >= 0) {
+		st_unref(t, t->grad[out]);
+		t->grad[out] = -1;
+	}
+	/* Saved tensors are released once the node has run. */
+	for (int k = 0; k < 6 && t->saved[tp->node][k] >= 0; k++) {
+		int s = t->saved[tp->node][k];
+
+		t->st[s].savers--;
+		st_release(t, s);
+	}
+	t->saved[tp->node][0] = -1;
+	return 0;
+}
+
+/* --- the loop ------------------------------------------------------------- */
+
+static void compute_uses_and_req(struct tl *t)
+{
+	const struct colloc_graph *g = t->g;
+
+	memset(t->uses, 0, (size_t)g->n_tensors * sizeof(*t->uses));
+	memset(t->req, 0, (size_t)g->n_tensors * sizeof(*t->req));
+	for (int i = 0; i < g->n_tensors; i++)
+		if (g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE)
+			t->req[i] = true;
+	for (int k = 0; k < g->n_nodes; k++) {
+		const struct colloc__top *tp = &t->tops[k];
+		const struct colloc_node *n = &g->nodes[tp->node];
+		bool r = false;
+
+		if (tp->fwd == FWD_SKIP)
+			continue;
+		if (tp->kind == OPK_CONCAT) {
+			for (int i = 0; i < n->n_inputs; i++)
+				if (n->inputs[i] >= 0) {
+					t->uses[n->inputs[i]]++;
+					r |= t->req[n->inputs[i]];
+				}
+		} else {
+			for (int j = 0; j < tp->n_in; j++)
+				if (tp->in[j] >= 0) {
+					t->uses[tp->in[j]]++;
+					r |= t->req[tp->in[j]] ||
+					     colloc__param_source(g, tp->in[j]) >= 0;
+				}
+			for (int i = 0; i < n->n_inputs; i++)
+				if (n->inputs[i] >= 0 &&
+				    colloc__param_source(g, n->inputs[i]) >= 0)
+					r = true;
+		}
+		if (tp->kind == OPK_SPLIT) {
+			for (int o = 0; o < n->n_outputs; o++)
+				if (n->outputs[o] >= 0)
+					t->req[n->outputs[o]] = r;
+		} else if (tp->out >= 0) {
+			t->req[tp->out] =
+				r && colloc_dtype_is_float(g->tensors[tp->out].dtype);
+		}
+	}
+}
+
+static int first_output(const struct colloc_graph *g)
+{
+	return g->n_outputs > 0 ? g->outputs[0] : -1;
+}
+
+static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
+{
+	const struct colloc_graph *g = t->g;
+	int y = first_output(g), rc;
+	uint64_t bytes = y >= 0 ? colloc_tensor_bytes(T(t, y)) : 0;
+	const struct colloc_tensor *yt = y >= 0 ? T(t, y) : NULL;
+
+	*loss_st = *logp_st = *shift_st = -1;
+	t->phase = COLLOC_PHASE_LOSS;
+	t->node = -1;
+	if (!yt)
+		return 0;
+	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY) {
+		if (yt->rank == 3 && yt->shape[1] > 1) {
+			/* Causal-LM loss as Hugging Face writes it: the logits
+			 * shifted by one and made contiguous, a copy. */
+			bytes = bytes / (uint64_t)yt->shape[1] *
+				(uint64_t)(yt->shape[1] - 1);
+			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
+				    "shifted logits for the loss", shift_st);
+			if (rc)
+				return rc;
+		}
+		/* log_softmax keeps its result for backward. */
+		rc = st_new(t, bytes, COLLOC_MEM_ACTIVATION, -1,
+			    "log_softmax of the loss", logp_st);
+		if (rc)
+			return rc;
+		if (*logp_st >= 0) {
+			t->st[*logp_st].savers = 1;
+			if (!t->st[*logp_st].counted) {
+				t->st[*logp_st].counted = true;
+				t->saved_bytes += t->st[*logp_st].bytes;
+			}
+		}
+		if (*shift_st >= 0) {
+			/* contiguous() copy is read by log_softmax and dropped. */
+			t->st[*shift_st].refs = 0;
+			st_release(t, *shift_st);
+			*shift_st = -1;
+		}
+	} else if (t->opts->loss == COLLOC_LOSS_MSE) {
+		int target;
+
+		rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1, "MSE target", &target);
+		if (rc)
+			return rc;
+		/* mse_loss saves self and target */
+		if (target >= 0)
+			t->st[target].savers = 1;
+		*logp_st = target;
+		if (t->tstor[y] >= 0)
+			t->st[t->tstor[y]].savers++;
+	}
+	return st_new(t, 4, COLLOC_MEM_TEMPORARY, -1, "loss", loss_st);
+}
+
+static int run_loss_backward(struct tl *t, int logp_st)
+{
+	const struct colloc_graph *g = t->g;
+	int y = first_output(g), gl, gnll = -1, rc;
+	const struct colloc_tensor *yt = y >= 0 ? T(t, y) : NULL;
+	uint64_t bytes = yt ? colloc_tensor_bytes(yt) : 0;
+
+	t->phase = COLLOC_PHASE_BACKWARD;
+	t->node = -1;
+	if (!yt)
+		return 0;
+	rc = st_new(t, 4, COLLOC_MEM_TEMPORARY, -1, "gradient of the loss", &gl);
+	if (rc)
+		return rc;
+	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY) {
+		uint64_t sb = bytes;
+		int glogp;
+
+		if (yt->rank == 3 && yt->shape[1] > 1)
+			sb = bytes / (uint64_t)yt->shape[1] *
+			     (uint64_t)(yt->shape[1] - 1);
+		/* nll_loss backward: a zero-filled gradient of log_softmax's
+		 * output; log_softmax backward: the gradient of its input. */
+		rc = st_new(t, sb, COLLOC_MEM_TEMPORARY, -1, "gradient of log_softmax",
+			    &gnll);
+		if (rc)
+			return rc;
+		st_free(t, gl);
+		rc = st_new(t, sb, COLLOC_MEM_TEMPORARY, -1, "gradient of the logits",
+			    &glogp);
+		if (rc)
+			return rc;
+		st_free(t, gnll);
+		if (logp_st >= 0) {
+			t->st[logp_st].savers = 0;
+			st_release(t, logp_st);
+		}
+		if (sb != bytes) {
+			/* the shift's backward: zeros of the full logits, then
+			 * the shifted gradient copied in */
+			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
+				    "gradient of the logits", &t->grad[y]);
+			if (rc)
+				return rc;
+			st_free(t, glogp);
+		} else {
+			t->grad[y] = glogp;
+		}
+	} else if (t->opts->loss == COLLOC_LOSS_MSE) {
+		rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1, "gradient of the output",
+			    &t->grad[y]);
+		st_free(t, gl);
+		if (logp_st >= 0) {
+			t->st[logp_st].savers = 0;
+			st_release(t, logp_st);
+		}
+		if (t->tstor[y] >= 0) {
+			t->st[t->tstor[y]].savers--;
+			st_release(t, t->tstor[y]);
+		}
+	} else {
+		rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1, "gradient of the output",
+			    &t->grad[y]);
+		st_free(t, gl);
+	}
+	if (rc == 0 && t->grad[y] >= 0)
+		t->st[t->grad[y]].refs = 1;
+	return rc;
+}
+
+/* Optimizer state tensors per parameter, in units of the parameter size. */
+static int state_factor(int opt)
+{
+	switch (opt) {
+	case COLLOC_OPT_MOMENTUM:
+	case COLLOC_OPT_RMSPROP:
+	case COLLOC_OPT_ADAGRAD:
+		return 1;
+	case COLLOC_OPT_ADAM:
+	case COLLOC_OPT_ADAMW:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/* Foreach temporaries (one list of parameter-sized tensors) in PyTorch 2.x:
+ * Adam/AdamW and RMSprop/Adagrad take a _foreach_sqrt of a state. */
+static int temp_factor(int opt)
+{
+	return opt == COLLOC_OPT_ADAM || opt == COLLOC_OPT_ADAMW ||
+			       opt == COLLOC_OPT_RMSPROP || opt == COLLOC_OPT_ADAGRAD
+		       ? 1
+		       : 0;
+}
+
+static int make_states(struct tl *t)
+{
+	const struct colloc_graph *g = t->g;
+	int f = state_factor(t->opts->optimizer), rc, s;
+
+	for (int rep = 0; rep < f; rep++)
+		for (int i = 0; i < g->n_tensors; i++)
+			if (g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE) {
+				rc = st_new(t, colloc_tensor_bytes(&g->tensors[i]),
+					    COLLOC_MEM_OPTIMIZER, -1,
+					    "optimizer state of", &s);
+				if (rc)
+					return rc;
+				if (s >= 0)
+					t->st[s].refs = 1;
+			}
+	return 0;
+}
+
+static int run_step(struct tl *t, int iter)
+{
+	const struct colloc_graph *g = t->g;
+	int n_par = 0, rc, *tmp;
+
+	t->phase = COLLOC_PHASE_OPTIMIZER;
+	t->node = -1;
+	if (iter == 0 && t->opts->optimizer != COLLOC_OPT_ADAGRAD) {
+		rc = make_states(t);
+		if (rc)
+			return rc;
+	}
+	if (!temp_factor(t->opts->optimizer))
+		return 0;
+	for (int i = 0; i < g->n_tensors; i++)
+		n_par += g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE;
+	tmp = calloc((size_t)n_par + 1, sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	n_par = 0;
+	for (int i = 0; i < g->n_tensors; i++)
+		if (g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE) {
+			rc = st_new(t, colloc_tensor_bytes(&g->tensors[i]),
+				    COLLOC_MEM_TEMPORARY, -1,
+				    "optimizer foreach temporary", &tmp[n_par++]);
+			if (rc) {
+				free(tmp);
+				return rc;
+			}
+		}
+	for (int k = 0; k < n_par; k++)
+		st_free(t, tmp[k]);
+	free(tmp);
+	return 0;
+}
+
+int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top *tops,
+			 const struct colloc_estimate_opts *opts,
+			 const struct colloc_platform *plat, uint64_t stop_at,
+			 struct colloc__timeline_result *res)
+{
+	struct tl t;
+	int rc = -ENOMEM, iters = opts->iterations > 0 ? opts->iterations : 3;
+	int prev_out = -1, prev_loss = -1, prev_labels = -1, *prev_in = NULL;
+	int n_in = g->n_inputs;
+	size_t nt = (size_t)g->n_tensors + 1;
+
+	memset(&t, 0, sizeof(t));
+	memset(res, 0, sizeof(*res));
+	t.g = g;
+	t.tops = tops;
+	t.opts = opts;
+	t.plat = plat;
+	t.cublas = -1;
+	t.stop_at = stop_at;
+	t.peak_node = -1;
+	t.tstor = malloc(nt * sizeof(*t.tstor));
+	t.strides = calloc(nt, sizeof(*t.strides));
+	t.uses = calloc(nt, sizeof(*t.uses));
+	t.req = calloc(nt, sizeof(*t.req));
+	t.grad = malloc(nt * sizeof(*t.grad));
+	t.pgrad = malloc(nt * sizeof(*t.pgrad));
+	t.saved = malloc(((size_t)g->n_nodes + 1) * sizeof(*t.saved));
+	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
+	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
+	    !t.saved || !prev_in)
+		goto out;
+	memset(t.pgrad, 0xff, nt * sizeof(*t.pgrad));
+	for (int k = 0; k <= g->n_nodes; k++)
+		t.saved[k][0] = -1;
+	for (int k = 0; k < n_in; k++)
+		prev_in[k] = -1;
+	if ((rc = colloc_alloc_sim_create(0, &t.sim)))
+		goto out;
+	compute_uses_and_req(&t);
+
+	/* model.to(cuda): parameters and buffers, in file order. */
+	t.phase = COLLOC_PHASE_SETUP;
+	t.node = -1;
+	memset(t.tstor, 0xff, nt * sizeof(*t.tstor));
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct colloc_tensor *x = &g->tensors[i];
+		int s;
+
+		if (x->param_class != COLLOC_PARAM_TRAINABLE &&
+		    x->param_class != COLLOC_PARAM_BUFFER)
+			continue;
+		rc = st_new(&t, colloc_tensor_bytes(x), COLLOC_MEM_PARAM, -1,
+			    x->param_class == COLLOC_PARAM_TRAINABLE ? "parameter"
+								     : "buffer",
+			    &s);
+		if (rc)
+			goto out;
+		if (s >= 0)
+			t.st[s].refs = 1 << 30; /* held for the whole run */
+		t.tstor[i] = s;
+		contiguous(x, t.strides[i]);
+	}
+	res->param_bytes = t.kind_bytes[COLLOC_MEM_PARAM];
+	if (opts->optimizer == COLLOC_OPT_ADAGRAD && (rc = make_states(&t)))
+		goto out; /* Adagrad creates its state in the constructor */
+
+	for (int it = 0; it < iters && !t.stopped; it++) {
+		int loss_st = -1, logp_st = -1, shift_st = -1;
+
+		t.iter = it;
+		t.phase = COLLOC_PHASE_FORWARD;
+		t.node = -1;
+		/* Forward-pass tensors of the last iteration are gone; reset
+		 * the per-tensor maps, keeping parameters. */
+		for (int i = 0; i < g->n_tensors; i++) {
+			if (g->tensors[i].role != COLLOC_TENSOR_INITIALIZER)
+				t.tstor[i] = -1;
+			t.grad[i] = -1;
+		}
+		t.saved_bytes = 0;
+		for (int i = 0; i < t.n_st; i++)
+			t.st[i].counted = false;
+		/* x, y = x.to(cuda), y.to(cuda) */
+		for (int k = 0; k < n_in; k++) {
+			int in = g->inputs[k], s;
+
+			rc = st_new(&t, colloc_tensor_bytes(&g->tensors[in]),
+				    COLLOC_MEM_TEMPORARY, -1, "input", &s);
+			if (rc)
+				goto out;
+			contiguous(&g->tensors[in], t.strides[in]);
+			t.tstor[in] = s;
+			if (s >= 0)
+				t.st[s].refs = t.uses[in] + 1; /* +1: the Python name */
+			if (prev_in[k] >= 0) {
+				t.st[prev_in[k]].refs--;
+				st_release(&t, prev_in[k]);
+			}
+			prev_in[k] = s;
+		}
+		if (opts->loss == COLLOC_LOSS_CROSS_ENTROPY && g->n_outputs > 0) {
+			/* labels: int64, one per row of the logits */
+			const struct colloc_tensor *y = &g->tensors[g->outputs[0]];
+			uint64_t rows =
+				colloc_tensor_numel(y) /
+				(uint64_t)(y->rank > 0 && y->shape[y->rank - 1] > 0
+						   ? y->shape[y->rank - 1]
+						   : 1);
+			int s;
+
+			rc = st_new(&t, rows * 8, COLLOC_MEM_TEMPORARY, -1, "input", &s);
+			if (rc)
+				goto out;
+			if (s >= 0)
+				t.st[s].refs = 1; /* the Python name y */
+			st_unref(&t, prev_labels);
+			prev_labels = s;
+		}
+		for (int k = 0; k < g->n_nodes && !t.stopped; k++) {
+			if (tops[k].fwd == FWD_SKIP)
+				continue;
+			rc = run_forward_op(&t, &tops[k]);
+			if (rc)
+				goto out;
+		}
+		/* out = model(x): the new logits replace the old ones. */
+		if (g->n_outputs > 0 && t.tstor[g->outputs[0]] >= 0)
+			t.st[t.tstor[g->outputs[0]]].refs++;
+		if (prev_out >= 0)
+			st_unref(&t, prev_out);
+		prev_out = g->n_outputs > 0 ? t.tstor[g->outputs[0]] : -1;
+		/* Other graph outputs (aux heads) die with the expression. */
+		for (int o = 0; o < g->n_outputs; o++)
+			st_unref(&t, t.tstor[g->outputs[o]]);
+		if (it == 0)
+			res->saved_bytes_forward = t.saved_bytes;
+		rc = run_loss(&t, &loss_st, &logp_st, &shift_st);
+		if (rc)
+			goto out;
+		if (it == 0)
+			res->saved_bytes_with_loss = t.saved_bytes;
+		if (prev_loss >= 0)
+			st_free(&t, prev_loss);
+		prev_loss = loss_st;
+		/* opt.zero_grad(set_to_none=True) */
+		t.phase = COLLOC_PHASE_BACKWARD;
+		for (int i = 0; i < g->n_tensors; i++)
+			if (t.pgrad[i] >= 0) {
+				st_free(&t, t.pgrad[i]);
+				t.pgrad[i] = -1;
+			}
+		rc = run_loss_backward(&t, logp_st);
+		if (rc)
+			goto out;
+		for (int o = 1; o < g->n_outputs; o++)
+			t.grad[g->outputs[o]] = -1;
+		for (int k = g->n_nodes - 1; k >= 0 && !t.stopped; k--) {
+			if (tops[k].fwd == FWD_SKIP)
+				continue;
+			rc = run_backward_op(&t, &tops[k]);
+			if (rc)
+				goto out;
+		}
+		/* Anything still holding a gradient (unused branches) is freed
+		 * when backward returns. */
+		for (int i = 0; i < g->n_tensors; i++)
+			if (t.grad[i] >= 0) {
+				st_free(&t, t.grad[i]);
+				t.grad[i] = -1;
+			}
+		if (it == 0)
+			res->grad_bytes = t.kind_bytes[COLLOC_MEM_GRAD];
+		rc = run_step(&t, it);
+		if (rc)
+			goto out;
+		if (it == 0)
+			res->optimizer_bytes = t.kind_bytes[COLLOC_MEM_OPTIMIZER];
+	}
+
+	{
+		struct colloc_alloc_stats as;
+
+		colloc_alloc_sim_stats(t.sim, &as);
+		res->peak_allocated = as.peak_allocated;
+		res->peak_reserved = as.peak_reserved;
+	}
+	res->peak_event = t.peak_event;
+	res->peak_iter = t.peak_iter;
+	res->peak_phase = t.peak_phase;
+	res->peak_node = t.peak_node;
+	memcpy(res->peak_kind, t.peak_kind, sizeof(res->peak_kind));
+	res->events = t.events;
+	if (stop_at) {
+		/* Explain pass: list what is alive now (at the peak). */
+		for (int i = 0; i < t.n_st; i++) {
+			const struct stor *s = &t.st[i];
+			int k;
+
+			if (!s->alive || s->handle == COLLOC_ALLOC_NULL)
+				continue;
+			for (k = res->n_live; k > 0 && res->live[k - 1].bytes < s->bytes;
+			     k--)
+				if (k < COLLOC_EXPLAIN_MAX)
+					res->live[k] = res->live[k - 1];
+			if (k >= COLLOC_EXPLAIN_MAX)
+				continue;
+			res->live[k].bytes = s->bytes;
+			res->live[k].kind = s->kind;
+			if (s->node >= 0) {
+				char where[64];
+
+				colloc_node_describe(g, s->node, where, sizeof(where));
+				snprintf(res->live[k].what, sizeof(res->live[k].what),
+					 "%s %s", s->role, where);
+			} else {
+				snprintf(res->live[k].what, sizeof(res->live[k].what),
+					 "%s", s->role);
+			}
+			if (res->n_live < COLLOC_EXPLAIN_MAX)
+				res->n_live++;
+		}
+	}
+	rc = 0;
+out:
+	colloc_alloc_sim_destroy(t.sim);
+	free(t.st);
+	free(t.tstor);
+	free(t.strides);
+	free(t.uses);
+	free(t.req);
+	free(t.grad);
+	free(t.pgrad);
+	free(t.saved);
+	free(prev_in);
+	return rc;
+}

@@ -1,0 +1,546 @@
+/*
+ * train_ops.c — what each graph node does to memory when PyTorch trains
+ * the model it came from: whether its output is new, a view or in place,
+ * what autograd saves for backward, and which decomposed ONNX patterns were
+ * one PyTorch op (and so save less than their parts would).
+ *
+ * The rules mirror tools/autograd/derivatives.yaml of PyTorch 1.13-2.6
+ * (which tensors each backward formula reads) and the torch.onnx exporter's
+ * decompositions (opset 11-17). docs/estimator.md lists them in prose; the
+ * CPU reference (tools/reference_memory.py, tests) checks the totals.
+ *
+ * Not here: the event replay (timeline.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate/estimate_int.h"
+
+static bool op_is(const struct colloc_node *n, const char *op)
+{
+	return strcmp(n->op_type, op) == 0;
+}
+
+static const struct colloc_tensor *tens(const struct colloc_graph *g, int t)
+{
+	return t >= 0 ? &g->tensors[t] : NULL;
+}
+
+static int in_of(const struct colloc_node *n, int k)
+{
+	return k < n->n_inputs ? n->inputs[k] : -1;
+}
+
+static int out_of(const struct colloc_node *n, int k)
+{
+	return k < n->n_outputs ? n->outputs[k] : -1;
+}
+
+int colloc__param_source(const struct colloc_graph *g, int t)
+{
+	/* Linear weights reach MatMul through Transpose (and, under AMP
+	 * exports, Cast) nodes applied to the parameter. */
+	for (int depth = 0; depth < 4 && t >= 0; depth++) {
+		const struct colloc_tensor *x = &g->tensors[t];
+		const struct colloc_node *p;
+
+		if (x->param_class == COLLOC_PARAM_TRAINABLE)
+			return t;
+		if (x->producer < 0)
+			return -1;
+		p = &g->nodes[x->producer];
+		if (!(op_is(p, "Transpose") || op_is(p, "Cast") || op_is(p, "Identity")))
+			return -1;
+		t = in_of(p, 0);
+	}
+	return -1;
+}
+
+/* A tensor holding a known constant (Constant nodes, folded shape math,
+ * non-trainable initializers): PyTorch sees a Python scalar or a buffer. */
+static bool is_const(const struct colloc_graph *g, int t)
+{
+	const struct colloc_tensor *x = tens(g, t);
+
+	if (!x)
+		return true;
+	if (x->value)
+		return true;
+	if (x->role == COLLOC_TENSOR_INITIALIZER)
+		return x->param_class != COLLOC_PARAM_TRAINABLE;
+	if (x->producer >= 0 && op_is(&g->nodes[x->producer], "Constant"))
+		return true;
+	return false;
+}
+
+/* Single consumer check: the node after n that reads t, if it is the only
+ * reader and t is not a graph output. */
+static int sole_consumer(const struct colloc_graph *g, int t, int after)
+{
+	int found = -1;
+
+	if (t < 0 || g->tensors[t].consumers != 1)
+		return -1;
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] == t)
+			return -1;
+	for (int k = after + 1; k < g->n_nodes && found < 0; k++)
+		for (int i = 0; i < g->nodes[k].n_inputs; i++)
+			if (g->nodes[k].inputs[i] == t)
+				found = k;
+	return found;
+}
+
+static bool const_scalar(const struct colloc_graph *g, int t, double want)
+{
+	const struct colloc_tensor *x = tens(g, t);
+
+	if (!x || !x->value || x->value->n != 1)
+		return false;
+	if (isnan(want))
+		return true;
+	return fabs((x->value->f ? x->value->f[0] : (double)x->value->i[0]) - want) <
+	       1e-3 * fabs(want) + 1e-6;
+}
+
+/* The other input of a binary node n, given one of them. */
+static int other_in(const struct colloc_node *n, int t)
+{
+	if (n->n_inputs != 2)
+		return -1;
+	return n->inputs[0] == t ? n->inputs[1] : n->inputs[1] == t ? n->inputs[0] : -1;
+}
+
+/*
+ * erf-GELU as torch.onnx exports F.gelu (approximate='none'):
+ *   d = Div(x, 1.414) | Mul(x, 0.707);  e = Erf(d);  a = Add(e, 1)
+ *   y = Mul(Mul(x, a), 0.5)  or  Mul(Mul(x, 0.5), a)
+ * Marks the parts skipped and the last Mul as one GELU reading x.
+ */
+static bool match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
+		       struct colloc__top *tops)
+{
+	const struct colloc_node *e = &g->nodes[erf], *d, *a, *m1, *m2;
+	int dn, an, m1n, m2n, x, other;
+
+	if (e->n_inputs < 1 || e->inputs[0] < 0)
+		return false;
+	dn = g->tensors[e->inputs[0]].producer;
+	if (dn < 0)
+		return false;
+	d = &g->nodes[dn];
+	if (!(op_is(d, "Div") && const_scalar(g, in_of(d, 1), sqrt(2.0))) &&
+	    !(op_is(d, "Mul") && const_scalar(g, in_of(d, 1), sqrt(0.5))))
+		return false;
+	x = in_of(d, 0);
+	an = sole_consumer(g, out_of(e, 0), erf);
+	if (an < 0 || !op_is(&g->nodes[an], "Add"))
+		return false;
+	a = &g->nodes[an];
+	if (!const_scalar(g, other_in(a, out_of(e, 0)), 1.0))
+		return false;
+	m1n = sole_consumer(g, out_of(a, 0), an);
+	if (m1n < 0 || !op_is(&g->nodes[m1n], "Mul"))
+		return false;
+	m1 = &g->nodes[m1n];
+	other = other_in(m1, out_of(a, 0));
+	if (other == x) {
+		/* y = Mul(Mul(x, a), 0.5) */
+		m2n = sole_consumer(g, out_of(m1, 0), m1n);
+		if (m2n < 0 || !op_is(&g->nodes[m2n], "Mul"))
+			return false;
+		m2 = &g->nodes[m2n];
+		if (!const_scalar(g, other_in(m2, out_of(m1, 0)), 0.5))
+			return false;
+	} else {
+		/* y = Mul(a, Mul(x, 0.5)): the half-x Mul ran earlier. */
+		int hn = other >= 0 ? g->tensors[other].producer : -1;
+
+		if (hn < 0 || !op_is(&g->nodes[hn], "Mul") ||
+		    other_in(&g->nodes[hn], x) < 0 ||
+		    !const_scalar(g, other_in(&g->nodes[hn], x), 0.5) ||
+		    g->tensors[other].consumers != 1)
+			return false;
+		absorbed[hn] = true;
+		m2n = m1n;
+		m2 = m1;
+	}
+	absorbed[dn] = absorbed[erf] = absorbed[an] = absorbed[m1n] = true;
+	absorbed[m2n] = false;
+	tops[m2n].kind = OPK_GELU;
+	tops[m2n].fwd = FWD_NEW;
+	tops[m2n].in[0] = x;
+	tops[m2n].n_in = 1;
+	tops[m2n].out = out_of(m2, 0);
+	tops[m2n].save = SAVE_IN0;
+	return true;
+}
+
+/*
+ * LayerNorm as exported before opset 17:
+ *   mu = ReduceMean(x); d = Sub(x, mu); v = ReduceMean(Pow(d, 2));
+ *   y = Div(d, Sqrt(Add(v, eps)))  [then Mul(gamma), Add(beta)]
+ * Matched from the Div; PyTorch's native_layer_norm saves x, mean, rstd.
+ */
+static bool match_layernorm(const struct colloc_graph *g, int div, bool *absorbed,
+			    struct colloc__top *tops)
+{
+	const struct colloc_node *dv = &g->nodes[div];
+	int subn, sqn, addn, rm2n, pown, rm1n, x, last = div, out, n_rows;
+	int parts[8], np = 0;
+	const struct colloc_tensor *xt;
+
+	if (dv->n_inputs != 2 || dv->inputs[0] < 0 || dv->inputs[1] < 0)
+		return false;
+	subn = g->tensors[dv->inputs[0]].producer;
+	sqn = g->tensors[dv->inputs[1]].producer;
+	if (subn < 0 || sqn < 0 || !op_is(&g->nodes[subn], "Sub") ||
+	    !op_is(&g->nodes[sqn], "Sqrt"))
+		return false;
+	addn = g->tensors[in_of(&g->nodes[sqn], 0)].producer;
+	if (addn < 0 || !op_is(&g->nodes[addn], "Add"))
+		return false;
+	rm2n = g->tensors[in_of(&g->nodes[addn], 0)].producer;
+	if (rm2n < 0 || !op_is(&g->nodes[rm2n], "ReduceMean"))
+		return false;
+	pown = g->tensors[in_of(&g->nodes[rm2n], 0)].producer;
+	if (pown < 0 || !op_is(&g->nodes[pown], "Pow") ||
+	    in_of(&g->nodes[pown], 0) != dv->inputs[0])
+		return false;
+	x = in_of(&g->nodes[subn], 0);
+	rm1n = g->tensors[in_of(&g->nodes[subn], 1)].producer;
+	if (rm1n < 0 || !op_is(&g->nodes[rm1n], "ReduceMean") ||
+	    in_of(&g->nodes[rm1n], 0) != x)
+		return false;
+	parts[np++] = rm1n, parts[np++] = subn, parts[np++] = pown;
+	parts[np++] = rm2n, parts[np++] = addn, parts[np++] = sqn;
+	out = out_of(dv, 0);
+	/* Affine part: Mul by a parameter, Add of a parameter. */
+	{
+		int mn = sole_consumer(g, out, div);
+
+		if (mn >= 0 && op_is(&g->nodes[mn], "Mul") &&
+		    colloc__param_source(g, other_in(&g->nodes[mn], out)) >= 0) {
+			int an;
+
+			parts[np++] = last;
+			last = mn;
+			out = out_of(&g->nodes[mn], 0);
+			an = sole_consumer(g, out, mn);
+			if (an >= 0 && op_is(&g->nodes[an], "Add") &&
+			    colloc__param_source(g, other_in(&g->nodes[an], out)) >= 0) {
+				parts[np++] = last;
+				last = an;
+				out = out_of(&g->nodes[an], 0);
+			}
+		}
+	}
+	for (int k = 0; k < np; k++)
+		absorbed[parts[k]] = true;
+	xt = tens(g, x);
+	n_rows = 1;
+	for (int d = 0; xt && d + 1 < xt->rank; d++)
+		n_rows *= (int)(xt->shape[d] > 0 ? xt->shape[d] : 1);
+	tops[last].kind = OPK_LAYERNORM;
+	tops[last].fwd = FWD_NEW;
+	tops[last].in[0] = x;
+	tops[last].n_in = 1;
+	tops[last].out = out;
+	tops[last].save = SAVE_IN0;
+	/* mean and rstd, float32, one per row */
+	tops[last].extra_saved[0] = (uint64_t)n_rows * 4;
+	tops[last].extra_saved[1] = (uint64_t)n_rows * 4;
+	tops[last].n_extra = 2;
+	return true;
+}
+
+static uint64_t elem_bytes(const struct colloc_graph *g, int t)
+{
+	const struct colloc_tensor *x = tens(g, t);
+
+	return x ? colloc_tensor_bytes(x) : 0;
+}
+
+static uint64_t numel_of(const struct colloc_graph *g, int t)
+{
+	const struct colloc_tensor *x = tens(g, t);
+
+	return x ? colloc_tensor_numel(x) : 0;
+}
+
+/* Classify one node that no pattern absorbed. */
+static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp)
+{
+	const struct colloc_node *n = &g->nodes[k];
+	const struct colloc_tensor *y = tens(g, out_of(n, 0));
+	int a = in_of(n, 0), b = in_of(n, 1);
+
+	tp->in[0] = a;
+	tp->in[1] = b;
+	tp->in[2] = in_of(n, 2);
+	tp->n_in = n->n_inputs < 3 ? n->n_inputs : 3;
+	tp->out = out_of(n, 0);
+	tp->fwd = FWD_NEW;
+	tp->kind = OPK_COPY;
+
+	/* Shape arithmetic and masks: integer or bool results, or values the
+	 * exporter computed from constants. PyTorch does these on the host or
+	 * on tiny tensors. */
+	if (!y || !colloc_dtype_is_float(y->dtype) || y->value || op_is(n, "Constant") ||
+	    op_is(n, "Shape") || op_is(n, "ConstantOfShape") || op_is(n, "Range")) {
+		tp->fwd = FWD_SKIP;
+		tp->kind = OPK_OTHER;
+		return;
+	}
+	if (op_is(n, "Conv") || op_is(n, "ConvTranspose")) {
+		tp->kind = OPK_CONV;
+		tp->save = SAVE_IN0;
+		tp->conv = true;
+	} else if (op_is(n, "Gemm")) {
+		tp->kind = OPK_LINEAR;
+		tp->save = SAVE_IN0;
+		tp->matmul = true;
+	} else if (op_is(n, "MatMul")) {
+		bool pa = colloc__param_source(g, a) >= 0,
+		     pb = colloc__param_source(g, b) >= 0;
+
+		tp->matmul = true;
+		if (pa || pb) {
+			tp->kind = OPK_LINEAR;
+			tp->save = pb ? SAVE_IN0 : SAVE_IN1;
+		} else {
+			tp->kind = OPK_MATMUL;
+			tp->save = SAVE_IN0 | SAVE_IN1;
+		}
+	} else if (op_is(n, "BatchNormalization")) {
+		uint64_t c = numel_of(g, in_of(n, 1));
+		const struct colloc_tensor *s = tens(g, in_of(n, 1));
+		size_t sz = s ? colloc_dtype_size(s->dtype) : 4;
+
+		tp->kind = OPK_BATCHNORM;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+		/* save_mean and save_invstd, one per channel */
+		tp->extra_saved[0] = c * sz;
+		tp->extra_saved[1] = c * sz;
+		tp->n_extra = 2;
+	} else if (op_is(n, "LayerNormalization")) {
+		uint64_t rows = numel_of(g, a);
+		const struct colloc_tensor *x = tens(g, a);
+		int axis = (int)colloc_node_attr_int(n, "axis", -1);
+
+		if (x && x->rank > 0) {
+			if (axis < 0)
+				axis += x->rank;
+			rows = 1;
+			for (int d = 0; d < axis && d < x->rank; d++)
+				rows *= (uint64_t)x->shape[d];
+		}
+		tp->kind = OPK_LAYERNORM;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+		tp->extra_saved[0] = rows * 4;
+		tp->extra_saved[1] = rows * 4;
+		tp->n_extra = 2;
+	} else if (op_is(n, "Relu") || op_is(n, "Clip") || op_is(n, "LeakyRelu")) {
+		/* ReLU(inplace=True) is how torchvision writes these; the
+		 * in-place and out-of-place versions both leave one storage
+		 * saved (the result, or the input nobody else keeps). */
+		tp->kind = OPK_ACT_RESULT;
+		tp->fwd = FWD_INPLACE;
+		tp->save = SAVE_OUT0;
+		tp->n_in = 1;
+	} else if (op_is(n, "Sigmoid") || op_is(n, "Tanh") || op_is(n, "Exp") ||
+		   op_is(n, "Sqrt") || op_is(n, "Reciprocal") || op_is(n, "Softmax") ||
+		   op_is(n, "LogSoftmax")) {
+		tp->kind = op_is(n, "Softmax") || op_is(n, "LogSoftmax") ? OPK_SOFTMAX
+									 : OPK_ACT_RESULT;
+		tp->save = SAVE_OUT0;
+		tp->n_in = 1;
+	} else if (op_is(n, "Erf") || op_is(n, "Log") || op_is(n, "Abs") ||
+		   op_is(n, "HardSwish") || op_is(n, "HardSigmoid") || op_is(n, "Gelu") ||
+		   op_is(n, "Softplus") || op_is(n, "Elu") || op_is(n, "Selu") ||
+		   op_is(n, "Mish") || op_is(n, "Sin") || op_is(n, "Cos")) {
+		tp->kind = OPK_ACT_INPUT;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+	} else if (op_is(n, "Pow")) {
+		tp->kind = OPK_ACT_INPUT;
+		tp->save = SAVE_IN0 | (is_const(g, b) ? 0 : SAVE_IN1);
+	} else if (op_is(n, "MaxPool")) {
+		tp->kind = OPK_POOL_MAX;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+		/* indices, int64, one per output element */
+		tp->extra_saved[0] = numel_of(g, out_of(n, 0)) * 8;
+		tp->n_extra = 1;
+	} else if (op_is(n, "AveragePool") || op_is(n, "GlobalAveragePool")) {
+		tp->kind = OPK_POOL_AVG;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+	} else if (op_is(n, "GlobalMaxPool") || op_is(n, "ReduceMax") ||
+		   op_is(n, "ReduceMin")) {
+		tp->kind = OPK_REDUCE;
+		tp->save = SAVE_IN0 | SAVE_OUT0;
+		tp->n_in = 1;
+	} else if (op_is(n, "ReduceMean") || op_is(n, "ReduceSum")) {
+		tp->kind = OPK_REDUCE;
+		tp->n_in = 1;
+	} else if (op_is(n, "Dropout")) {
+		const struct colloc_tensor *tm = tens(g, in_of(n, 2));
+		const struct colloc_tensor *ratio = tens(g, in_of(n, 1));
+		bool training = tm && tm->value && tm->value->n == 1 &&
+				(tm->value->i ? tm->value->i[0] : tm->value->f[0]) != 0;
+		double p = ratio && ratio->value && ratio->value->n == 1
+				   ? (ratio->value->f ? ratio->value->f[0] : 0)
+				   : 0.5;
+
+		tp->n_in = 1;
+		if (!training || p <= 0) {
+			tp->kind = OPK_VIEW;
+			tp->fwd = FWD_VIEW;
+			tp->grad_view = true;
+		} else {
+			/* native_dropout: a new output and a bool mask, which is
+			 * all the backward reads. */
+			tp->kind = OPK_DROPOUT;
+			tp->extra_saved[0] = numel_of(g, a);
+			tp->n_extra = 1;
+		}
+	} else if (op_is(n, "Add") || op_is(n, "Sub") || op_is(n, "Neg") ||
+		   op_is(n, "Sum")) {
+		tp->kind = OPK_ADD;
+	} else if (op_is(n, "Mul")) {
+		tp->kind = OPK_MUL;
+		/* mul saves other for self's grad and self for other's grad;
+		 * constants are Python scalars or buffers, never saved. */
+		tp->save =
+			(is_const(g, b) ? 0 : SAVE_IN0) | (is_const(g, a) ? 0 : SAVE_IN1);
+		if (is_const(g, a))
+			tp->save &= ~(unsigned)SAVE_IN0;
+		if (is_const(g, b))
+			tp->save &= ~(unsigned)SAVE_IN1;
+	} else if (op_is(n, "Div")) {
+		tp->kind = OPK_DIV;
+		/* div saves other for self's grad; self and other for other's */
+		if (!is_const(g, b))
+			tp->save = SAVE_IN1 | (is_const(g, a) ? 0 : SAVE_IN0);
+	} else if (op_is(n, "Gather")) {
+		const struct colloc_tensor *idx = tens(g, b);
+
+		if (colloc__param_source(g, a) >= 0) {
+			tp->kind = OPK_EMBEDDING; /* saves the (int) indices */
+			tp->save = SAVE_IN1;
+		} else if (idx && idx->rank == 0) {
+			tp->kind = OPK_VIEW; /* select() */
+			tp->fwd = FWD_VIEW;
+		} else {
+			tp->kind = OPK_COPY; /* index_select saves the indices */
+			tp->save = SAVE_IN1;
+		}
+	} else if (op_is(n, "Concat")) {
+		tp->kind = OPK_CONCAT;
+		tp->n_in = 0; /* handled by the timeline from the node */
+	} else if (op_is(n, "Split")) {
+		tp->kind = OPK_SPLIT;
+		tp->fwd = FWD_VIEW;
+		tp->n_in = 1;
+	} else if (op_is(n, "Slice")) {
+		tp->kind = OPK_SLICE;
+		tp->fwd = FWD_VIEW;
+		tp->n_in = 1;
+	} else if (op_is(n, "Reshape") || op_is(n, "Flatten") || op_is(n, "Squeeze") ||
+		   op_is(n, "Unsqueeze") || op_is(n, "Transpose") ||
+		   op_is(n, "Identity") || op_is(n, "Expand")) {
+		tp->kind = OPK_VIEW;
+		tp->fwd = FWD_VIEW;
+		tp->grad_view = !op_is(n, "Expand");
+		tp->n_in = 1;
+	} else if (op_is(n, "Where")) {
+		tp->kind = OPK_COPY;
+		tp->save = SAVE_IN0; /* the condition */
+	} else {
+		/* Cast, Pad, Tile, Resize, Trilu, CumSum ...: a new tensor,
+		 * nothing of size saved. */
+		tp->kind = OPK_COPY;
+	}
+	(void)elem_bytes;
+}
+
+int colloc__train_ops(const struct colloc_graph *g, int precision,
+		      struct colloc__top *tops, struct colloc_diag *diag)
+{
+	bool *absorbed;
+
+	(void)precision;
+	(void)diag;
+	absorbed = calloc((size_t)g->n_nodes + 1, sizeof(*absorbed));
+	if (!absorbed)
+		return -12;
+	memset(tops, 0, (size_t)g->n_nodes * sizeof(*tops));
+	for (int k = 0; k < g->n_nodes; k++) {
+		tops[k].node = k;
+		tops[k].out = -1;
+		tops[k].in[0] = tops[k].in[1] = tops[k].in[2] = -1;
+	}
+	/* Patterns first: they decide which nodes are parts of another. */
+	for (int k = 0; k < g->n_nodes; k++) {
+		const struct colloc_node *n = &g->nodes[k];
+
+		if (absorbed[k] || n->domain[0])
+			continue;
+		if (op_is(n, "Erf"))
+			match_gelu(g, k, absorbed, tops);
+		else if (op_is(n, "Div"))
+			match_layernorm(g, k, absorbed, tops);
+	}
+	for (int k = 0; k < g->n_nodes; k++) {
+		const struct colloc_node *n = &g->nodes[k];
+
+		if (absorbed[k]) {
+			tops[k].fwd = FWD_SKIP;
+			tops[k].kind = OPK_OTHER;
+			continue;
+		}
+		if (tops[k].kind == OPK_GELU || tops[k].kind == OPK_LAYERNORM)
+			continue;
+		classify(g, k, &tops[k]);
+		/* SiLU: Mul(x, Sigmoid(x)) is one op (saves x only). */
+		if (op_is(n, "Mul") && n->n_inputs == 2) {
+			for (int s = 0; s < 2; s++) {
+				int st = n->inputs[s], xt = n->inputs[1 - s];
+				int sn = st >= 0 ? g->tensors[st].producer : -1;
+
+				if (sn >= 0 && op_is(&g->nodes[sn], "Sigmoid") &&
+				    in_of(&g->nodes[sn], 0) == xt &&
+				    g->tensors[st].consumers == 1) {
+					tops[sn].fwd = FWD_SKIP;
+					tops[sn].kind = OPK_OTHER;
+					tops[k].kind = OPK_SILU;
+					tops[k].in[0] = xt;
+					tops[k].in[1] = -1;
+					tops[k].n_in = 1;
+					tops[k].save = SAVE_IN0;
+					break;
+				}
+			}
+		}
+		/* nn.Linear: MatMul with a parameter, then Add of a parameter
+		 * bias, is one addmm. */
+		if (tops[k].kind == OPK_LINEAR && op_is(n, "MatMul")) {
+			int an = sole_consumer(g, tops[k].out, k);
+
+			if (an >= 0 && op_is(&g->nodes[an], "Add") &&
+			    colloc__param_source(
+				    g, other_in(&g->nodes[an], tops[k].out)) >= 0) {
+				absorbed[an] = true;
+				tops[an].fwd = FWD_SKIP;
+				tops[an].kind = OPK_OTHER;
+				tops[k].out = out_of(&g->nodes[an], 0);
+			}
+		}
+	}
+	free(absorbed);
+	return g->n_nodes;
+}
