@@ -169,21 +169,27 @@ static int attr_ints(struct colloc__infer *c, const struct colloc_node *n,
 static int broadcast(struct colloc__infer *c, int ra, const int64_t *a, int rb,
 		     const int64_t *b, int *ro, int64_t *out)
 {
+	int64_t tmp[COLLOC_MAX_RANK];
 	int r = ra > rb ? ra : rb;
 
+	/* out may alias a or b: build the result aside. */
+	if (r > COLLOC_MAX_RANK)
+		return fail(c, COLLOC_ELIMIT, "broadcast rank %d", r);
 	for (int k = 0; k < r; k++) {
 		int64_t da = k < r - ra ? 1 : a[k - (r - ra)];
 		int64_t db = k < r - rb ? 1 : b[k - (r - rb)];
 
 		if (da == db || db == 1)
-			out[k] = da;
+			tmp[k] = da;
 		else if (da == 1)
-			out[k] = db;
+			tmp[k] = db;
 		else
 			return fail(c, COLLOC_ESHAPE,
 				    "shapes do not broadcast: dim %d is %lld vs %lld", k,
 				    (long long)da, (long long)db);
 	}
+	if (r)
+		memcpy(out, tmp, (size_t)r * sizeof(*out));
 	*ro = r;
 	return 0;
 }
@@ -1731,10 +1737,18 @@ static int r_resize(struct colloc__infer *c, const struct colloc_node *n)
 		for (int d = 0; d < x->rank; d++)
 			shape[d] = colloc__value_get_i(sizes->value, (size_t)d);
 	} else if (scales && scales->value && scales->value->n == (size_t)x->rank) {
-		for (int d = 0; d < x->rank; d++)
-			shape[d] = (int64_t)floor(
-				(double)x->shape[d] *
-				colloc__value_get_f(scales->value, (size_t)d));
+		for (int d = 0; d < x->rank; d++) {
+			double sc = colloc__value_get_f(scales->value, (size_t)d);
+			double dim = floor((double)x->shape[d] * sc);
+
+			/* NaN, negative or huge scales: no size, and no
+			 * undefined conversion either */
+			if (!(dim >= 0 && dim < 9.2e18))
+				return fail(c, COLLOC_ESHAPE,
+					    "Resize scale %g turns dim %d into %g", sc, d,
+					    dim);
+			shape[d] = (int64_t)dim;
+		}
 	} else {
 		return fail(c, COLLOC_EUNSUPPORTED, "Resize scales unknown");
 	}
