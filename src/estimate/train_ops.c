@@ -343,10 +343,13 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->extra_saved[0] = rows * 4;
 		tp->extra_saved[1] = rows * 4;
 		tp->n_extra = 2;
-	} else if (op_is(n, "Relu") || op_is(n, "Clip") || op_is(n, "LeakyRelu")) {
+	} else if (op_is(n, "Relu") || op_is(n, "LeakyRelu")) {
 		/* ReLU(inplace=True) is how torchvision writes these; the
 		 * in-place and out-of-place versions both leave one storage
-		 * saved (the result, or the input nobody else keeps). */
+		 * saved (the result, or the input nobody else keeps).
+		 * Clip (ReLU6, hardtanh) is not here: hardtanh_'s backward
+		 * reads the original input, so autograd keeps a copy of it,
+		 * which costs what the out-of-place form does. */
 		tp->kind = OPK_ACT_RESULT;
 		tp->fwd = FWD_INPLACE;
 		tp->save = SAVE_OUT0;
@@ -358,7 +361,7 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 									 : OPK_ACT_RESULT;
 		tp->save = SAVE_OUT0;
 		tp->n_in = 1;
-	} else if (op_is(n, "Erf") || op_is(n, "Log") || op_is(n, "Abs") ||
+	} else if (op_is(n, "Clip") || op_is(n, "Erf") || op_is(n, "Log") || op_is(n, "Abs") ||
 		   op_is(n, "HardSwish") || op_is(n, "HardSigmoid") || op_is(n, "Gelu") ||
 		   op_is(n, "Softplus") || op_is(n, "Elu") || op_is(n, "Selu") ||
 		   op_is(n, "Mish") || op_is(n, "Sin") || op_is(n, "Cos")) {
@@ -379,6 +382,12 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->kind = OPK_POOL_AVG;
 		tp->save = SAVE_IN0;
 		tp->n_in = 1;
+		/* avg_pool2d(padding=p) is exported as Pad + AveragePool; in
+		 * PyTorch it is one op that saves the unpadded input. */
+		if (a >= 0 && g->tensors[a].producer >= 0 &&
+		    op_is(&g->nodes[g->tensors[a].producer], "Pad") &&
+		    g->tensors[a].consumers == 1)
+			tp->in[0] = in_of(&g->nodes[g->tensors[a].producer], 0);
 	} else if (op_is(n, "GlobalMaxPool") || op_is(n, "ReduceMax") ||
 		   op_is(n, "ReduceMin")) {
 		tp->kind = OPK_REDUCE;
@@ -506,6 +515,12 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 		if (tops[k].kind == OPK_GELU || tops[k].kind == OPK_LAYERNORM)
 			continue;
 		classify(g, k, &tops[k]);
+		if (tops[k].kind == OPK_POOL_AVG && tops[k].in[0] != n->inputs[0]) {
+			int pn = g->tensors[n->inputs[0]].producer;
+
+			tops[pn].fwd = FWD_SKIP;
+			tops[pn].kind = OPK_OTHER;
+		}
 		/* SiLU: Mul(x, Sigmoid(x)) is one op (saves x only). */
 		if (op_is(n, "Mul") && n->n_inputs == 2) {
 			for (int s = 0; s < 2; s++) {
