@@ -393,7 +393,14 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->kind = OPK_REDUCE;
 		tp->save = SAVE_IN0 | SAVE_OUT0;
 		tp->n_in = 1;
-	} else if (op_is(n, "ReduceMean") || op_is(n, "ReduceSum")) {
+	} else if (op_is(n, "ReduceMean")) {
+		/* mean.dim's backward formula takes self.numel(), for which
+		 * autograd (1.13) keeps the whole input: measured on the CPU
+		 * reference (T5's RMS norm). */
+		tp->kind = OPK_REDUCE;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+	} else if (op_is(n, "ReduceSum")) {
 		tp->kind = OPK_REDUCE;
 		tp->n_in = 1;
 	} else if (op_is(n, "Dropout")) {
