@@ -361,10 +361,11 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 									 : OPK_ACT_RESULT;
 		tp->save = SAVE_OUT0;
 		tp->n_in = 1;
-	} else if (op_is(n, "Clip") || op_is(n, "Erf") || op_is(n, "Log") || op_is(n, "Abs") ||
-		   op_is(n, "HardSwish") || op_is(n, "HardSigmoid") || op_is(n, "Gelu") ||
-		   op_is(n, "Softplus") || op_is(n, "Elu") || op_is(n, "Selu") ||
-		   op_is(n, "Mish") || op_is(n, "Sin") || op_is(n, "Cos")) {
+	} else if (op_is(n, "Clip") || op_is(n, "Erf") || op_is(n, "Log") ||
+		   op_is(n, "Abs") || op_is(n, "HardSwish") || op_is(n, "HardSigmoid") ||
+		   op_is(n, "Gelu") || op_is(n, "Softplus") || op_is(n, "Elu") ||
+		   op_is(n, "Selu") || op_is(n, "Mish") || op_is(n, "Sin") ||
+		   op_is(n, "Cos")) {
 		tp->kind = OPK_ACT_INPUT;
 		tp->save = SAVE_IN0;
 		tp->n_in = 1;

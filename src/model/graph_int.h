@@ -35,4 +35,8 @@ struct colloc_value *colloc__value_new(struct colloc__arena *a, size_t n, bool i
 double colloc__value_get_f(const struct colloc_value *v, size_t k);
 int64_t colloc__value_get_i(const struct colloc_value *v, size_t k);
 
+/* (int64_t)d without C's undefined cases: NaN gives 0, values out of
+ * range saturate. */
+int64_t colloc__f64_to_i64(double d);
+
 #endif

@@ -390,9 +390,9 @@ static int read_tensor(struct loader *L, const Onnx__TensorProto *tp, const char
 		int64_t iv = 0;
 
 		if (tp->n_float_data)
-			fv = tp->float_data[k], iv = (int64_t)fv;
+			fv = tp->float_data[k], iv = colloc__f64_to_i64(fv);
 		else if (tp->n_double_data)
-			fv = tp->double_data[k], iv = (int64_t)fv;
+			fv = tp->double_data[k], iv = colloc__f64_to_i64(fv);
 		else if (tp->n_int64_data)
 			iv = tp->int64_data[k], fv = (double)iv;
 		else if (tp->n_uint64_data)

@@ -268,7 +268,7 @@ static int r_unary(struct colloc__infer *c, const struct colloc_node *n)
 				f = fabs(f),
 				i = i < 0 ? (i == INT64_MIN ? INT64_MAX : -i) : i;
 			else if (strcmp(op, "Sqrt") == 0)
-				f = sqrt(f), i = (int64_t)sqrt((double)i);
+				f = sqrt(f), i = i > 0 ? (int64_t)sqrt((double)i) : 0;
 			else if (strcmp(op, "Floor") == 0)
 				f = floor(f);
 			else if (strcmp(op, "Ceil") == 0)
@@ -376,7 +376,7 @@ static void fold_binary(const char *op, double fa, double fb, int64_t ia, int64_
 	else if (strcmp(op, "Mod") == 0)
 		*f = fb != 0 ? fmod(fa, fb) : 0, *i = imod(ia, ib, fmod_sign);
 	else if (strcmp(op, "Pow") == 0)
-		*f = pow(fa, fb), *i = (int64_t)pow((double)ia, (double)ib);
+		*f = pow(fa, fb), *i = colloc__f64_to_i64(pow((double)ia, (double)ib));
 	else if (strcmp(op, "Max") == 0)
 		*f = fa > fb ? fa : fb, *i = ia > ib ? ia : ib;
 	else if (strcmp(op, "Min") == 0)
@@ -451,8 +451,9 @@ static int r_nary(struct colloc__infer *c, const struct colloc_node *n,
 				const struct colloc_tensor *b = in_t(c, n, k);
 				size_t ob;
 
+				/* checked above; tells -Wnull-dereference */
 				if (!b)
-					continue; /* checked above; for -Wnull-dereference */
+					continue;
 				ob = bcast_offset(e, rank, shape, b->rank, b->shape);
 				fold_binary(n->op_type, f,
 					    colloc__value_get_f(b->value, ob), i,
@@ -751,8 +752,8 @@ static int r_range(struct colloc__infer *c, const struct colloc_node *n)
 			return -ENOMEM;
 		for (int64_t k = 0; k < len; k++)
 			value_put(v, (size_t)k, fs + (double)k * fd,
-				  colloc__value_get_i(s, 0) +
-					  k * colloc__value_get_i(d, 0));
+				  sat_add(colloc__value_get_i(s, 0),
+					  sat_mul(k, colloc__value_get_i(d, 0))));
 	}
 	return rc;
 }
@@ -1049,11 +1050,11 @@ static int r_split(struct colloc__infer *c, const struct colloc_node *n)
 		/* Equal parts; the last one smaller when it does not divide
 		 * (opset 18 num_outputs semantics, a superset of older ones). */
 		int64_t parts = n->n_outputs ? n->n_outputs : 1;
-		int64_t each = (x->shape[axis] + parts - 1) / parts;
+		int64_t each = x->shape[axis] / parts + (x->shape[axis] % parts != 0);
 
 		count = (int)parts;
 		for (int k = 0; k < count; k++) {
-			int64_t left = x->shape[axis] - each * k;
+			int64_t left = x->shape[axis] - sat_mul(each, k);
 
 			split[k] = left < each ? (left > 0 ? left : 0) : each;
 		}
@@ -1137,7 +1138,8 @@ static int r_slice(struct colloc__infer *c, const struct colloc_node *n)
 		first[d] = 0, stepd[d] = 1;
 	for (int k = 0; k < ns; k++) {
 		int a;
-		int64_t s, e, len;
+		int64_t s, e, dist, len;
+		uint64_t mag;
 
 		if ((rc = norm_axis(c, axes[k], x->rank, &a)))
 			return rc;
@@ -1145,10 +1147,10 @@ static int r_slice(struct colloc__infer *c, const struct colloc_node *n)
 			return fail(c, COLLOC_ESHAPE, "slice step is 0");
 		s = slice_clamp(starts[k], x->shape[a], steps[k], true);
 		e = slice_clamp(ends[k], x->shape[a], steps[k], false);
-		if (steps[k] > 0)
-			len = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
-		else
-			len = s > e ? (s - e + (-steps[k]) - 1) / (-steps[k]) : 0;
+		/* ceil(distance / |step|) for any step, INT64_MIN included */
+		mag = steps[k] > 0 ? (uint64_t)steps[k] : 0 - (uint64_t)steps[k];
+		dist = steps[k] > 0 ? e - s : s - e;
+		len = dist > 0 ? (int64_t)(((uint64_t)dist - 1) / mag) + 1 : 0;
 		shape[a] = len;
 		first[a] = s;
 		stepd[a] = steps[k];
@@ -1482,11 +1484,14 @@ static int spatial(struct colloc__infer *c, const struct colloc_node *n,
 				out[d] = oshape[d];
 				continue;
 			}
-			o = s * (in - 1) + (nop >= 0 ? outpad[d] : 0) + ek;
+			/* saturating: a huge result is rejected downstream,
+			 * an overflow would be undefined */
+			o = sat_add(sat_add(sat_mul(s, in - 1), nop >= 0 ? outpad[d] : 0),
+				    ek);
 			if (strcmp(auto_pad, "NOTSET") == 0)
-				o -= pb + pe;
+				o = sat_sub(o, pb + pe);
 			else if (strcmp(auto_pad, "VALID") != 0)
-				o = in * s;
+				o = sat_mul(in, s);
 			out[d] = o;
 			continue;
 		}

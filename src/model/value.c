@@ -26,13 +26,8 @@ double colloc__value_get_f(const struct colloc_value *v, size_t k)
 	return v->f ? v->f[k] : (double)v->i[k];
 }
 
-int64_t colloc__value_get_i(const struct colloc_value *v, size_t k)
+int64_t colloc__f64_to_i64(double d)
 {
-	double d;
-
-	if (v->i)
-		return v->i[k];
-	d = v->f[k];
 	if (isnan(d))
 		return 0;
 	/* 2^63 is exactly representable; anything at or past it saturates. */
@@ -41,4 +36,9 @@ int64_t colloc__value_get_i(const struct colloc_value *v, size_t k)
 	if (d <= -9223372036854775808.0)
 		return INT64_MIN;
 	return (int64_t)d;
+}
+
+int64_t colloc__value_get_i(const struct colloc_value *v, size_t k)
+{
+	return v->i ? v->i[k] : colloc__f64_to_i64(v->f[k]);
 }

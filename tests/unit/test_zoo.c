@@ -116,7 +116,8 @@ static void check_model(void **state)
 		}
 		rc = colloc_graph_infer(g, &opts, &diag);
 		if (rc)
-			fail_msg("%s batch %lld: %s", name, (long long)opts.batch, diag.msg);
+			fail_msg("%s batch %lld: %s", name, (long long)opts.batch,
+				 diag.msg);
 		assert_int_equal(cJSON_GetArraySize(outs), g->n_outputs);
 		cJSON_ArrayForEach(o, outs)
 		{
@@ -129,7 +130,8 @@ static void check_model(void **state)
 			cJSON_ArrayForEach(dim, shape)
 			{
 				if ((int64_t)dim->valuedouble != t->shape[r])
-					fail_msg("%s batch %lld: output %d dim %d is %lld, "
+					fail_msg("%s batch %lld: output %d dim %d is "
+						 "%lld, "
 						 "PyTorch says %lld",
 						 name, (long long)opts.batch, k, r,
 						 (long long)t->shape[r],
@@ -142,8 +144,9 @@ static void check_model(void **state)
 		want_flops = json_u64(check, "flops_forward");
 		rel = fabs((double)ct.flops - (double)want_flops) / (double)want_flops;
 		if (rel > 0.01)
-			fail_msg("%s batch %lld: %llu FLOPs, reference %llu (%.2f%% off)", name,
-				 (long long)opts.batch, (unsigned long long)ct.flops,
+			fail_msg("%s batch %lld: %llu FLOPs, reference %llu (%.2f%% off)",
+				 name, (long long)opts.batch,
+				 (unsigned long long)ct.flops,
 				 (unsigned long long)want_flops, rel * 100);
 	}
 	colloc_graph_destroy(g);
@@ -180,8 +183,8 @@ int main(void)
 	closedir(d);
 	qsort(names, n, sizeof(*names), cmp_str);
 	if (n < MIN_ZOO_MODELS) {
-		fprintf(stderr, "test_zoo: %zu models with facts in %s, expected >= %d\n", n,
-			dir, MIN_ZOO_MODELS);
+		fprintf(stderr, "test_zoo: %zu models with facts in %s, expected >= %d\n",
+			n, dir, MIN_ZOO_MODELS);
 		return 1;
 	}
 	for (size_t k = 0; k < n; k++) {
