@@ -58,9 +58,29 @@ static uint64_t json_u64(const cJSON *o, const char *key)
 	return (uint64_t)v->valuedouble;
 }
 
+/* What a test allocates, so the teardown can free it when an assertion
+ * jumps out of the test. */
+struct zoo_case {
+	const char *name;
+	cJSON *facts;
+	struct colloc_graph *g;
+};
+
+static int zoo_teardown(void **state)
+{
+	struct zoo_case *zc = *state;
+
+	cJSON_Delete(zc->facts);
+	zc->facts = NULL;
+	colloc_graph_destroy(zc->g);
+	zc->g = NULL;
+	return 0;
+}
+
 static void check_model(void **state)
 {
-	const char *name = *state;
+	struct zoo_case *zc = *state;
+	const char *name = zc->name;
 	char path[4096];
 	char *text;
 	cJSON *facts, *checks, *check;
@@ -75,11 +95,13 @@ static void check_model(void **state)
 	facts = cJSON_Parse(text);
 	free(text);
 	assert_non_null(facts);
+	zc->facts = facts;
 
 	snprintf(path, sizeof(path), "%s/zoo/%s.onnx", colloc_data_dir(), name);
 	rc = colloc_onnx_load_file(path, NULL, &g, &diag);
 	if (rc)
 		fail_msg("%s: %s", name, diag.msg);
+	zc->g = g;
 
 	colloc_graph_param_totals(g, &pt);
 	if (pt.trainable != json_u64(facts, "trainable_params"))
@@ -149,8 +171,6 @@ static void check_model(void **state)
 				 (unsigned long long)ct.flops,
 				 (unsigned long long)want_flops, rel * 100);
 	}
-	colloc_graph_destroy(g);
-	cJSON_Delete(facts);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -162,6 +182,7 @@ int main(void)
 {
 	static char *names[MAX_MODELS];
 	static struct CMUnitTest tests[MAX_MODELS];
+	static struct zoo_case cases[MAX_MODELS];
 	char dir[4096];
 	struct dirent *de;
 	size_t n = 0;
@@ -188,9 +209,11 @@ int main(void)
 		return 1;
 	}
 	for (size_t k = 0; k < n; k++) {
+		cases[k].name = names[k];
 		tests[k].name = names[k];
 		tests[k].test_func = check_model;
-		tests[k].initial_state = names[k];
+		tests[k].teardown_func = zoo_teardown;
+		tests[k].initial_state = &cases[k];
 	}
 	failed = _cmocka_run_group_tests("zoo", tests, n, NULL, NULL);
 	for (size_t k = 0; k < n; k++)
