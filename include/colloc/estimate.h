@@ -125,6 +125,8 @@ struct colloc_estimate {
 	/* Bytes autograd saves for backward in one forward pass (unique
 	 * storages; parameters and the model input excluded). */
 	uint64_t saved_activation_bytes;
+	/* Exact sizes of trainable parameters, their gradients and the
+	 * optimizer's GPU state (not rounded by the allocator). */
 	uint64_t param_bytes, grad_bytes, optimizer_state_bytes;
 
 	/* When the allocated peak happens. */

@@ -141,9 +141,16 @@ int colloc_estimate_run(const struct colloc_graph *g,
 	out->breakdown.allocator_overhead_bytes = r1.peak_reserved - r1.peak_allocated;
 	out->breakdown.context_bytes = context;
 	out->saved_activation_bytes = r1.saved_bytes_forward;
-	out->param_bytes = r1.param_bytes;
-	out->grad_bytes = r1.grad_bytes;
-	out->optimizer_state_bytes = r1.optimizer_bytes;
+	{
+		/* Exact (unrounded) sizes, as torch reports tensor nbytes. */
+		struct colloc_param_totals pt;
+
+		colloc_graph_param_totals(g, &pt);
+		out->param_bytes = pt.trainable_bytes;
+		out->grad_bytes = pt.trainable_bytes;
+		out->optimizer_state_bytes =
+			pt.trainable_bytes * (uint64_t)colloc__optimizer_state_factor(opts->optimizer);
+	}
 	out->peak_iteration = r1.peak_iter;
 	out->peak_phase = r1.peak_phase;
 	out->peak_node = r1.peak_node;

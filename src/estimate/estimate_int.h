@@ -84,4 +84,8 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
  * nn.Linear weights). Returns the parameter's tensor index or -1. */
 int colloc__param_source(const struct colloc_graph *g, int t);
 
+/* Optimizer state per parameter, in parameter sizes (GPU tensors only:
+ * Adam's and Adagrad's scalar `step` live on the CPU unless capturable). */
+int colloc__optimizer_state_factor(int optimizer);
+
 #endif

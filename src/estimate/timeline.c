@@ -809,8 +809,7 @@ static int run_loss_backward(struct tl *t, int logp_st)
 	return rc;
 }
 
-/* Optimizer state tensors per parameter, in units of the parameter size. */
-static int state_factor(int opt)
+int colloc__optimizer_state_factor(int opt)
 {
 	switch (opt) {
 	case COLLOC_OPT_MOMENTUM:
@@ -838,7 +837,7 @@ static int temp_factor(int opt)
 static int make_states(struct tl *t)
 {
 	const struct colloc_graph *g = t->g;
-	int f = state_factor(t->opts->optimizer), rc, s;
+	int f = colloc__optimizer_state_factor(t->opts->optimizer), rc, s;
 
 	for (int rep = 0; rep < f; rep++)
 		for (int i = 0; i < g->n_tensors; i++)

@@ -1,0 +1,242 @@
+/*
+ * test_estimate.c — the estimator against PyTorch, exactly where PyTorch can
+ * be asked on a CPU (data/reference/memory_cpu.json, written by
+ * tools/reference_memory.py with Debian's torch): for every zoo model
+ * exported in training mode, the bytes autograd saves for backward in one
+ * forward pass must be within 2%, and parameter, gradient and optimizer
+ * state bytes must be exact for all six optimizers. Also: the estimate's
+ * internal consistency (reserved >= allocated, device = reserved + context,
+ * breakdown adds up, fit/headroom, determinism).
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "colloc/estimate.h"
+#include "colloc/onnx.h"
+#include "colloc/shape.h"
+#include "colloc/zoo.h"
+
+#define MAX_MODELS 128
+#define SAVED_TOLERANCE 0.02
+
+struct est_case {
+	const char *name;
+	const cJSON *ref;
+	struct colloc_graph *g;
+};
+
+static cJSON *reference;
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len < (16 << 20) &&
+	    fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)len + 1);
+		if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len) {
+			buf[len] = '\0';
+		} else {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static uint64_t num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	assert_true(cJSON_IsNumber(v));
+	return (uint64_t)v->valuedouble;
+}
+
+static int teardown(void **state)
+{
+	struct est_case *c = *state;
+
+	colloc_graph_destroy(c->g);
+	c->g = NULL;
+	return 0;
+}
+
+/* Load and infer the zoo model of c at the reference's batch and dims. */
+static void load(struct est_case *c)
+{
+	struct colloc_binding binds[8];
+	struct colloc_bind_opts bo = {0, binds, 0};
+	struct colloc_diag diag = {{0}};
+	const cJSON *dims = cJSON_GetObjectItemCaseSensitive(c->ref, "dims"), *d;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/zoo/%s.onnx", colloc_data_dir(), c->name);
+	if (colloc_onnx_load_file(path, NULL, &c->g, &diag))
+		fail_msg("%s", diag.msg);
+	bo.batch = (int64_t)num(c->ref, "batch");
+	cJSON_ArrayForEach(d, dims)
+	{
+		assert_true(bo.n_dims < 8);
+		binds[bo.n_dims].name = d->string;
+		binds[bo.n_dims].value = (int64_t)d->valuedouble;
+		bo.n_dims++;
+	}
+	if (colloc_graph_infer(c->g, &bo, &diag))
+		fail_msg("%s: %s", c->name, diag.msg);
+}
+
+static void check_against_pytorch(void **state)
+{
+	struct est_case *c = *state;
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_diag diag = {{0}};
+	const cJSON *opt_ref = cJSON_GetObjectItemCaseSensitive(c->ref, "optimizer_state");
+	uint64_t want;
+	double rel;
+
+	load(c);
+	for (int opt = 0; opt < COLLOC_OPT_COUNT_; opt++) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(opt_ref,
+								  colloc_optimizer_name(opt));
+
+		colloc_estimate_opts_init(&o);
+		o.optimizer = opt;
+		o.iterations = 2;
+		if (colloc_estimate_run(c->g, &o, &e, &diag))
+			fail_msg("%s: %s", c->name, diag.msg);
+		assert_non_null(r);
+		/* `step` scalars live on the CPU in the CUDA implementations. */
+		want = num(r, "bytes") - num(r, "step_bytes");
+		if (e.optimizer_state_bytes != want)
+			fail_msg("%s %s: optimizer state %llu bytes, PyTorch %llu", c->name,
+				 colloc_optimizer_name(opt),
+				 (unsigned long long)e.optimizer_state_bytes,
+				 (unsigned long long)want);
+		if (opt != COLLOC_OPT_ADAM)
+			continue;
+		assert_int_equal(e.param_bytes, num(c->ref, "param_bytes"));
+		assert_int_equal(e.grad_bytes, num(c->ref, "grad_bytes"));
+		want = num(c->ref, "saved_bytes_forward");
+		rel = fabs((double)e.saved_activation_bytes - (double)want) / (double)want;
+		if (rel > SAVED_TOLERANCE)
+			fail_msg("%s: saved for backward %llu bytes, PyTorch %llu (%+.2f%%)", c->name,
+				 (unsigned long long)e.saved_activation_bytes,
+				 (unsigned long long)want,
+				 100.0 * ((double)e.saved_activation_bytes - (double)want) /
+					 (double)want);
+		/* Internal consistency of the three peaks and the breakdown. */
+		assert_true(e.peak_reserved_bytes >= e.peak_allocated_bytes);
+		assert_int_equal(e.peak_device_bytes,
+				 e.peak_reserved_bytes + e.breakdown.context_bytes);
+		assert_int_equal(e.breakdown.params_bytes + e.breakdown.grads_bytes +
+					 e.breakdown.optimizer_bytes +
+					 e.breakdown.activations_bytes +
+					 e.breakdown.temporaries_bytes,
+				 e.peak_allocated_bytes);
+		assert_true(e.peak_allocated_bytes >= e.param_bytes + e.saved_activation_bytes);
+		assert_true(e.n_explain > 0);
+	}
+}
+
+static void test_fit_and_determinism(void **state)
+{
+	struct est_case c = {"resnet18", NULL, NULL};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate a, b;
+	struct colloc_diag diag = {{0}};
+	cJSON *ref = cJSON_CreateObject();
+
+	(void)state;
+	cJSON_AddNumberToObject(ref, "batch", 16);
+	c.ref = ref;
+	load(&c);
+	colloc_estimate_opts_init(&o);
+	o.context_bytes = 300 << 20;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &a, &diag), 0);
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_int_equal(a.breakdown.context_bytes, 300 << 20);
+	o.gpu_memory_bytes = a.peak_device_bytes;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
+	assert_true(b.fits);
+	assert_int_equal(b.headroom_bytes, 0);
+	o.gpu_memory_bytes = a.peak_device_bytes - 1;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
+	assert_false(b.fits);
+	assert_int_equal(b.headroom_bytes, -1);
+	/* SGD keeps no state; Adam keeps two copies of the parameters. */
+	o.optimizer = COLLOC_OPT_SGD;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
+	assert_int_equal(b.optimizer_state_bytes, 0);
+	assert_true(b.peak_allocated_bytes < a.peak_allocated_bytes);
+	o.precision = COLLOC_PREC_AMP_FP16;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), COLLOC_EUNSUPPORTED);
+	assert_non_null(strstr(diag.msg, "amp-fp16"));
+	colloc_graph_destroy(c.g);
+	cJSON_Delete(ref);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (int k = 0; k < COLLOC_OPT_COUNT_; k++)
+		assert_int_equal(colloc_optimizer_parse(colloc_optimizer_name(k)), k);
+	for (int k = 0; k < COLLOC_PREC_COUNT_; k++)
+		assert_int_equal(colloc_precision_parse(colloc_precision_name(k)), k);
+	for (int k = 0; k < COLLOC_LOSS_COUNT_; k++)
+		assert_int_equal(colloc_loss_parse(colloc_loss_name(k)), k);
+	assert_int_equal(colloc_optimizer_parse("Adam"), -1);
+	assert_int_equal(colloc_optimizer_parse(NULL), -1);
+	assert_string_equal(colloc_phase_name(COLLOC_PHASE_BACKWARD), "backward");
+}
+
+int main(void)
+{
+	static struct CMUnitTest tests[MAX_MODELS + 2];
+	static struct est_case cases[MAX_MODELS];
+	char path[4096], *text;
+	const cJSON *m;
+	size_t n = 0;
+	int failed;
+
+	snprintf(path, sizeof(path), "%s/reference/memory_cpu.json", colloc_data_dir());
+	text = slurp(path);
+	reference = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	if (!cJSON_IsObject(reference)) {
+		fprintf(stderr, "test_estimate: cannot read %s\n", path);
+		return 1;
+	}
+	cJSON_ArrayForEach(m, reference)
+	{
+		if (n == MAX_MODELS)
+			break;
+		cases[n].name = m->string;
+		cases[n].ref = m;
+		tests[n].name = m->string;
+		tests[n].test_func = check_against_pytorch;
+		tests[n].teardown_func = teardown;
+		tests[n].initial_state = &cases[n];
+		n++;
+	}
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fit_and_determinism);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_names);
+	failed = _cmocka_run_group_tests("estimate", tests, n, NULL, NULL);
+	cJSON_Delete(reference);
+	return failed;
+}
