@@ -1,0 +1,66 @@
+#!/bin/sh
+# End-to-end checks of the `colloc` command line: exit statuses, error
+# messages, --json output, --help. Usage: test_cli.sh PATH/TO/colloc
+# (COLLOC_DATA_DIR must point at the repository's data/). Prints
+# "N passed, M failed" and exits non-zero on any failure.
+set -u
+colloc=$1
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect NAME STATUS PATTERN CMD...: run CMD, check its exit status and that
+# stdout+stderr match the extended regex PATTERN.
+expect() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	"$@" >"$tmp/out" 2>&1
+	got=$?
+	if [ "$got" != "$want" ]; then
+		echo "FAIL $name: exit $got, expected $want"; sed 's/^/  | /' "$tmp/out" | head -5
+		fail=$((fail + 1))
+	elif ! grep -Eq -- "$pat" "$tmp/out"; then
+		echo "FAIL $name: output does not match /$pat/"; sed 's/^/  | /' "$tmp/out" | head -5
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+}
+
+expect help 0 "commands:" "$colloc" --help
+expect no-command 2 "usage:" "$colloc"
+expect bad-command 2 "colloc: error: unknown command 'frobnicate'" "$colloc" frobnicate
+expect inspect-help 0 "--dim NAME=VALUE" "$colloc" inspect --help
+expect inspect-list 0 "^resnet50$" "$colloc" inspect --list
+expect inspect-table 0 "trainable params 25557032" "$colloc" inspect resnet50 --batch 2
+expect inspect-json 0 '"flops_forward":[0-9]+' "$colloc" inspect resnet18 --batch 4 --json
+expect inspect-json-shape 0 '"outputs":\[\{"name":"logits","shape":\[4,1000\]' "$colloc" inspect resnet18 --batch 4 --json
+expect inspect-missing 1 "colloc: error: no file 'nosuchmodel'" "$colloc" inspect nosuchmodel
+expect inspect-no-model 2 "MODEL is missing" "$colloc" inspect
+expect inspect-bad-batch 2 "--batch wants a positive integer" "$colloc" inspect resnet18 --batch 0
+expect inspect-bad-dim 2 "--dim wants NAME=VALUE" "$colloc" inspect gpt2 --dim seq
+expect inspect-unbound 2 "dim 1 \('seq'\) is unbound; bind it with --dim seq=N" "$colloc" inspect gpt2 --batch 1
+expect inspect-unknown-dim 2 "no dimension named 'sqe'" "$colloc" inspect gpt2 --dim sqe=5
+expect inspect-unknown-opt 2 "unknown or incomplete option" "$colloc" inspect resnet18 --frob
+printf 'not an onnx file' >"$tmp/bad.onnx"
+expect inspect-garbage 1 "colloc: error: .*bad.onnx: not an ONNX model" "$colloc" inspect "$tmp/bad.onnx"
+mkdir "$tmp/dir.onnx"
+expect inspect-dir 1 "colloc: error: .*not a regular file" "$colloc" inspect "$tmp/dir.onnx"
+expect estimate-help 0 "--max-batch" "$colloc" estimate --help
+expect estimate-needs-batch 2 "--batch N is required" "$colloc" estimate resnet18
+expect estimate-json 0 '"peak_device_bytes":[0-9]+.*"breakdown":\{"params_bytes"' "$colloc" estimate resnet18 --batch 8 --json
+expect estimate-json-phase 0 '"peak_phase":"(forward|loss|backward|optimizer)"' "$colloc" estimate gpt2 --batch 2 --dim seq=64 --json
+expect estimate-explain 0 "largest tensors alive at the peak" "$colloc" estimate bert_base --batch 2 --dim seq=32 --explain
+expect estimate-eval-mode 0 "peak device" "$colloc" estimate convnext_tiny --batch 4 --optimizer sgd
+expect estimate-fits 0 "fits in 1.00 GiB: NO" "$colloc" estimate resnet50 --batch 64 --gpu-memory 1GiB
+expect estimate-max-batch 0 "largest batch that fits in 12.0 GiB: [0-9]+" "$colloc" estimate resnet50 --max-batch --gpu-memory 12GiB
+expect estimate-max-batch-platform 0 "largest batch that fits" "$colloc" estimate mobilenet_v2 --max-batch --platform rtx4060-cu124-torch26
+expect estimate-platforms 0 "rtx3060-cu124-torch26" "$colloc" estimate --list-platforms
+expect estimate-bad-platform 2 "platform 'nope'" "$colloc" estimate resnet18 --batch 1 --platform nope
+expect estimate-bad-opt 2 "--optimizer: 'lion'" "$colloc" estimate resnet18 --batch 1 --optimizer lion
+expect estimate-amp 1 "amp-fp16 is not modelled yet" "$colloc" estimate resnet18 --batch 1 --precision amp-fp16
+expect estimate-context 0 '"context_bytes":1048576' "$colloc" estimate resnet18 --batch 1 --context-bytes 1MiB --json
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
