@@ -130,7 +130,8 @@ static int load_rows(const char *path, struct row *rows)
 		if (++lineno == 1)
 			continue; /* header */
 		if (split(line, f, 16) < 12) {
-			fprintf(stderr, "bench_estimate: %s:%d: too few fields\n", path, lineno);
+			fprintf(stderr, "bench_estimate: %s:%d: too few fields\n", path,
+				lineno);
 			continue;
 		}
 		snprintf(r->model, sizeof(r->model), "%s", f[0]);
@@ -153,7 +154,8 @@ static int optimizer_of(const char *csv)
 	size_t k;
 
 	for (k = 0; csv[k] && k + 1 < sizeof(low); k++)
-		low[k] = (char)(csv[k] >= 'A' && csv[k] <= 'Z' ? csv[k] - 'A' + 'a' : csv[k]);
+		low[k] = (char)(csv[k] >= 'A' && csv[k] <= 'Z' ? csv[k] - 'A' + 'a'
+							       : csv[k]);
 	low[k] = '\0';
 	return colloc_optimizer_parse(low);
 }
@@ -188,8 +190,9 @@ static int estimate_row(struct row *r, struct colloc_diag *diag)
 			}
 		}
 	if (!graph || !pname)
-		return colloc_diag_set(diag, COLLOC_ENOTFOUND, "no graph or platform for %s on %s",
-				       r->model, r->gpu);
+		return colloc_diag_set(diag, COLLOC_ENOTFOUND,
+				       "no graph or platform for %s on %s", r->model,
+				       r->gpu);
 	if ((rc = colloc_platform_load(pname, &plat, diag)))
 		return rc;
 	snprintf(path, sizeof(path), "%s/%s.onnx", colloc_data_dir(), graph);
@@ -229,8 +232,9 @@ static void summary(const char *name, struct row *rows, int n, int which)
 		printf("%-10s %5s %10s %10s %10s\n", name, "0", "-", "-", "-");
 		return;
 	}
-	printf("%-10s %5d %9.2f%% %9.2f%% %9.1f%%\n", name, m, 100 * quantile(err, m, 0.5),
-	       100 * quantile(err, m, 0.9), 100.0 * under / m);
+	printf("%-10s %5d %9.2f%% %9.2f%% %9.1f%%\n", name, m,
+	       100 * quantile(err, m, 0.5), 100 * quantile(err, m, 0.9),
+	       100.0 * under / m);
 }
 
 static double speed_ms(int runs)
@@ -253,7 +257,8 @@ static double speed_ms(int runs)
 		double t0 = now_s();
 
 		/* infer + estimate: what a scheduler does per job and batch */
-		if (colloc_graph_infer(g, &bo, &diag) || colloc_estimate_run(g, &o, &e, &diag)) {
+		if (colloc_graph_infer(g, &bo, &diag) ||
+		    colloc_estimate_run(g, &o, &e, &diag)) {
 			fprintf(stderr, "bench_estimate: %s\n", diag.msg);
 			colloc_graph_destroy(g);
 			return NO_VALUE;
@@ -295,29 +300,35 @@ int main(int argc, char **argv)
 
 		rows[k].ours = NO_VALUE;
 		if (estimate_row(&rows[k], &diag))
-			fprintf(stderr, "bench_estimate: %s %s b%lld: %s\n", rows[k].model,
-				rows[k].opt, (long long)rows[k].batch, diag.msg);
+			fprintf(stderr, "bench_estimate: %s %s b%lld: %s\n",
+				rows[k].model, rows[k].opt, (long long)rows[k].batch,
+				diag.msg);
 		else
 			ok++;
 	}
-	printf("colloc estimate vs %d measured training runs (RTX 3060/4060, PyTorch 2.6)\n", n);
-	printf("%d runs estimated in %.2f s (graph load + inference + estimate each)\n\n", ok,
-	       now_s() - t0);
+	printf("colloc estimate vs %d measured training runs (RTX 3060/4060, PyTorch "
+	       "2.6)\n",
+	       n);
+	printf("%d runs estimated in %.2f s (graph load + inference + estimate each)\n\n",
+	       ok, now_s() - t0);
 	if (show_rows) {
-		printf("%-22s %-8s %5s %-5s %10s %10s %8s %8s\n", "model", "opt", "batch", "gpu",
-		       "measured", "colloc", "err", "xMem err");
+		printf("%-22s %-8s %5s %-5s %10s %10s %8s %8s\n", "model", "opt", "batch",
+		       "gpu", "measured", "colloc", "err", "xMem err");
 		for (int k = 0; k < n; k++) {
 			const struct row *r = &rows[k];
 
-			printf("%-22.22s %-8s %5lld %-5s %9.0fM %9.0fM %+7.2f%% %+7.2f%%\n", r->model,
-			       r->opt, (long long)r->batch, strstr(r->gpu, "3060") ? "3060" : "4060",
+			printf("%-22.22s %-8s %5lld %-5s %9.0fM %9.0fM %+7.2f%% "
+			       "%+7.2f%%\n",
+			       r->model, r->opt, (long long)r->batch,
+			       strstr(r->gpu, "3060") ? "3060" : "4060",
 			       r->ground / 1048576, r->ours / 1048576,
 			       100 * (r->ours - r->ground) / r->ground,
 			       100 * (r->base[0] - r->ground) / r->ground);
 		}
 		printf("\n");
 	}
-	printf("%-10s %5s %10s %10s %10s\n", "estimator", "runs", "median|e|", "p90 |e|", "under");
+	printf("%-10s %5s %10s %10s %10s\n", "estimator", "runs", "median|e|", "p90 |e|",
+	       "under");
 	summary("colloc", rows, n, -1);
 	for (int k = 0; k < N_BASE; k++)
 		summary(base_names[k], rows, n, k);
@@ -333,15 +344,20 @@ int main(int argc, char **argv)
 			int m = 0;
 
 			for (int k = 0; k < n; k++)
-				if ((gi == 2 || strstr(rows[k].gpu, gpus[gi])) && !isnan(rows[k].ours))
+				if ((gi == 2 || strstr(rows[k].gpu, gpus[gi])) &&
+				    !isnan(rows[k].ours))
 					d[m++] = rows[k].ground - rows[k].ours_reserved;
-			printf("  %-8s runs %2d  p10 %7.1f MiB  p50 %7.1f MiB  p90 %7.1f MiB\n",
-			       gi == 2 ? "both" : gpus[gi], m, quantile(d, m, 0.1) / 1048576,
-			       quantile(d, m, 0.5) / 1048576, quantile(d, m, 0.9) / 1048576);
+			printf("  %-8s runs %2d  p10 %7.1f MiB  p50 %7.1f MiB  p90 %7.1f "
+			       "MiB\n",
+			       gi == 2 ? "both" : gpus[gi], m,
+			       quantile(d, m, 0.1) / 1048576,
+			       quantile(d, m, 0.5) / 1048576,
+			       quantile(d, m, 0.9) / 1048576);
 		}
 	}
 	ms = speed_ms(9);
-	printf("\nspeed: ResNet-50, batch 256, infer + estimate in-process: %.2f ms (median of "
+	printf("\nspeed: ResNet-50, batch 256, infer + estimate in-process: %.2f ms "
+	       "(median of "
 	       "9; target < 10 ms)\n",
 	       ms);
 	return 0;

@@ -28,15 +28,20 @@ training=TrainingMode.TRAINING) so initializers keep PyTorch's parameter/buffer 
 BatchNormalization keeps training_mode=1.  When a training-mode export fails (torchvision's
 StochasticDepth draws with bernoulli_, which opset 14 cannot express) the model is exported in
 eval mode instead and the JSON says "mode": "eval" with the reason.  The eval export uses
-TrainingMode.PRESERVE on a model whose submodules are all in eval() while its top-level
-``training`` flag stays True: TrainingMode.EVAL would fold BatchNorm into Conv (renaming the
-weights to onnx::Conv_NNN) and merge equal-valued initializers (the all-ones BatchNorm weights of
-a fresh model) into Identity nodes.  None of the zoo's top-level forward() methods read
-``self.training``, so the traced computation is exactly the eval-mode one.
+TrainingMode.PRESERVE on a model in eval(): TrainingMode.EVAL would fold BatchNorm into Conv
+(renaming the weights to onnx::Conv_NNN).  During every export torch.onnx's initializer
+de-duplication is limited to tensors that share storage (tied weights); by default an eval export
+also merges tensors that merely hold equal values (the all-ones BatchNorm weights of a fresh
+model) into Identity nodes.
+
+The reference forwards (output shapes, FLOPs) skip the arithmetic of matrix products by default
+(zeros of the checked result shape; see zoo_reference._zeros_matmul): Debian's torch uses the
+reference BLAS, far too slow for the transformers.  --real-matmul computes them for real.
 """
 
 import argparse
 import contextlib
+import copy
 import io
 import json
 import math
@@ -106,6 +111,13 @@ class GPT2Attention(nn.Module):
         return self.resid_dropout(self.c_proj(y))
 
 
+def gelu_new(x):
+    """GPT-2's "gelu_new", the tanh approximation of GELU, written out term by term as Hugging
+    Face's NewGELUActivation computes it (not F.gelu(approximate="tanh")): autograd then saves
+    what it saves in the real GPT2LMHeadModel, which the memory estimator is measured against."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 class GPT2MLP(nn.Module):
     def __init__(self, d_model, pdrop):
         super().__init__()
@@ -114,8 +126,7 @@ class GPT2MLP(nn.Module):
         self.dropout = nn.Dropout(pdrop)
 
     def forward(self, x):
-        # GPT-2's "gelu_new" is the tanh approximation of GELU.
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x), approximate="tanh")))
+        return self.dropout(self.c_proj(gelu_new(self.c_fc(x))))
 
 
 class GPT2Block(nn.Module):
@@ -546,9 +557,11 @@ def _cnn(name, ctor=None, kwargs=None, size=224, outputs=("logits",), batches=(1
     def build():
         return getattr(torchvision.models, ctor)(weights=None, **kwargs)
 
-    return Spec(name, build, f"torchvision.models.{ctor}({args})",
+    spec = Spec(name, build, f"torchvision.models.{ctor}({args})",
                 [("input", ["batch", 3, size, size], torch.float32)],
                 [(o, {0: "batch"}) for o in outputs], [(b, {}) for b in batches])
+    spec.num_classes = kwargs.get("num_classes", 1000)
+    return spec
 
 
 def _lm(name, build, source, mirrors):
@@ -566,8 +579,11 @@ def zoo():
             specs.append(_cnn(name, kwargs={"init_weights": True}, size=299,
                               outputs=("logits", "aux_logits"), batches=(2, 3, 8)))
         elif name == "googlenet":
-            specs.append(_cnn(name, kwargs={"init_weights": True},
-                              outputs=("logits", "aux_logits2", "aux_logits1")))
+            # Without aux_logits=False the training-mode export fails (the aux classifiers pool
+            # 14x14 maps to 4x4 with adaptive_avg_pool2d, which ONNX cannot express), and the
+            # eval-mode graph would lack the 6,379,984 aux-head parameters that
+            # model.parameters() counts.  Without the aux heads it exports in training mode.
+            specs.append(_cnn(name, kwargs={"aux_logits": False, "init_weights": True}))
         else:
             specs.append(_cnn(name))
         if name == "mnasnet1_0":
@@ -674,42 +690,69 @@ def _quiet():
 
 
 def set_mode(model, mode):
-    """'training': train(); 'eval': eval() everywhere, top-level flag left True (see docstring)."""
-    if mode == "training":
-        model.train()
-    else:
-        model.eval()
-        model.training = True
+    model.train(mode == "training")
 
 
-def _export_bytes(spec, model, mode):
+@contextlib.contextmanager
+def _no_value_dedup():
+    """Make torch.onnx merge only initializers that share storage (tied weights), never ones
+    that merely hold equal values.  In an eval export torch 1.13 also merges equal-valued
+    tensors -- e.g. all the fresh BatchNorm weights (ones) -- and feeds them through Identity
+    nodes, losing the parameter names."""
+    orig = torch._C._jit_pass_onnx_deduplicate_initializers
+
+    def by_storage_only(graph, params_dict, is_train):
+        return orig(graph, params_dict, True)
+
+    torch._C._jit_pass_onnx_deduplicate_initializers = by_storage_only
+    try:
+        yield
+    finally:
+        torch._C._jit_pass_onnx_deduplicate_initializers = orig
+
+
+def _export_bytes(spec, model, mode, n_out):
+    """torch.onnx.export into memory; n_out = number of outputs the model has in this mode
+    (inception_v3 adds aux logits in training, googlenet has none in eval)."""
     set_mode(model, mode)
     args = spec.make_inputs(TRACE_BATCH, TRACE_DIMS, torch.Generator().manual_seed(1))
+    output_names = [n for n, _ in spec.outputs][:n_out]
     dynamic_axes = {name: {i: d for i, d in enumerate(shape) if isinstance(d, str)}
                     for name, shape, _ in spec.inputs}
-    dynamic_axes.update({name: dict(axes) for name, axes in spec.outputs})
+    dynamic_axes.update({name: dict(axes) for name, axes in spec.outputs if name in output_names})
     buf = io.BytesIO()
     training = (torch.onnx.TrainingMode.TRAINING if mode == "training"
                 else torch.onnx.TrainingMode.PRESERVE)
-    with _quiet():
+    with _quiet(), _no_value_dedup():
         torch.onnx.export(model, args, buf, opset_version=OPSET, do_constant_folding=False,
                           training=training, export_params=True,
                           input_names=[n for n, _, _ in spec.inputs],
-                          output_names=[n for n, _ in spec.outputs], dynamic_axes=dynamic_axes)
+                          output_names=output_names, dynamic_axes=dynamic_axes)
     return buf.getvalue()
 
 
-def _mode_reason(model, err):
-    msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+def _reference_forward(spec, model, mode, batch, dims, fake_matmul, seed):
+    """One PyTorch forward in `mode` under the FLOP counter: (output shapes, FLOPs)."""
+    set_mode(model, mode)
+    gen = torch.Generator().manual_seed(seed)
+    out, counter = zoo_reference.count_flops(model, *spec.make_inputs(batch, dims, gen),
+                                             fake_matmul=fake_matmul)
+    return [list(t.shape) for t in _as_list(out)], int(counter.total)
+
+
+def _mode_reason(spec, model, err):
+    msg = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    msg = msg.split(" Please feel free")[0]
     if len(msg) > 160:
         msg = msg[:157] + "..."
+    why = f"{type(err).__name__}: {msg}" if msg else type(err).__name__
     sd = [m for m in model.modules() if type(m).__name__ == "StochasticDepth"]
     if sd:
-        p = sd[-1].p
         return (f"training-mode export fails at opset {OPSET}: the model's {len(sd)} "
-                f"StochasticDepth blocks (stochastic_depth_prob up to {p}) draw with bernoulli_, "
-                f"which torch.onnx cannot export ({type(err).__name__}: {msg})")
-    return f"training-mode export fails at opset {OPSET} ({type(err).__name__}: {msg})"
+                f"StochasticDepth blocks (drop probability up to {sd[-1].p:g}) draw their masks "
+                f"with bernoulli_, which torch.onnx cannot export ({why})")
+    note = f"; {spec.notes}" if spec.notes else ""
+    return f"training-mode export fails at opset {OPSET} ({why}){note}"
 
 
 def dtype_name(dtype):
@@ -744,24 +787,36 @@ def _declared_output_shapes(model_proto):
             for o in model_proto.graph.output}
 
 
-def export_one(spec, out_dir):
+def export_one(spec, out_dir, fake_matmul=True):
     t0 = time.time()
     torch.manual_seed(0)
     model = spec.build()
+    # The forwards update BatchNorm running stats; the export starts from the fresh state so
+    # that the small tensors kept inline hold their initial values (reproducible files).
+    fresh = copy.deepcopy(model.state_dict())
+
+    # Reference facts: real PyTorch forwards at several sizes, in the exported mode.  The first
+    # one also tells how many outputs the model has in that mode.
+    def forward(mode, i):
+        batch, dims = spec.checks[i]
+        return _reference_forward(spec, model, mode, batch, dims, fake_matmul, seed=2 + i)
+
     mode, reason = "training", None
+    first = forward(mode, 0)
     try:
-        data = _export_bytes(spec, model, mode)
+        model.load_state_dict(fresh)
+        data = _export_bytes(spec, model, mode, len(first[0]))
     except Exception as err:  # noqa: BLE001 -- any exporter failure means: fall back to eval
-        mode, reason = "eval", _mode_reason(model, err)
-        data = _export_bytes(spec, model, mode)
+        mode, reason = "eval", _mode_reason(spec, model, err)
+        first = forward(mode, 0)
+        model.load_state_dict(fresh)
+        data = _export_bytes(spec, model, mode, len(first[0]))
+    results = [first] + [forward(mode, i) for i in range(1, len(spec.checks))]
+
     proto = onnx.load_from_string(data)
     del data
     onnx.checker.check_model(proto)  # full model (weights still inline) must be valid ONNX
-    state_keys = set(model.state_dict().keys())
-    problems = _check_graph(spec, proto, state_keys)
-
-    # Outputs actually produced in this mode (inception/googlenet add aux logits in training).
-    n_out = len(proto.graph.output)
+    problems = _check_graph(spec, proto, set(model.state_dict().keys()))
     out_names = [o.name for o in proto.graph.output]
     declared = _declared_output_shapes(proto)
 
@@ -773,27 +828,23 @@ def export_one(spec, out_dir):
     if size >= 2 * 1024 * 1024:
         problems.append(f"{path} is {size} bytes (>= 2 MB)")
 
-    # Reference facts: real PyTorch forwards at several sizes, in the exported mode.
-    set_mode(model, mode)
     checks = []
-    gen = torch.Generator().manual_seed(2)
-    for batch, dims in spec.checks:
-        out, counter = zoo_reference.count_flops(model, *spec.make_inputs(batch, dims, gen))
-        outs = _as_list(out)
-        if len(outs) != n_out:
-            problems.append(f"batch {batch}: PyTorch gives {len(outs)} outputs, ONNX {n_out}")
+    for (batch, dims), (shapes, flops) in zip(spec.checks, results):
+        if len(shapes) != len(out_names):
+            problems.append(f"batch {batch}: PyTorch gives {len(shapes)} outputs, "
+                            f"ONNX {len(out_names)}")
         env = dict(dims, batch=batch)
         rec = []
-        for name, t in zip(out_names, outs):
-            shape = list(t.shape)
+        for name, shape in zip(out_names, shapes):
             want = [env[d] if isinstance(d, str) else d for d in declared[name]]
             if want != shape:
                 problems.append(f"{name} at {env}: ONNX declares {declared[name]}, torch {shape}")
             rec.append({"name": name, "shape": shape})
-        checks.append({"batch": batch, "dims": dims, "outputs": rec,
-                       "flops_forward": int(counter.total)})
+        checks.append({"batch": batch, "dims": dims, "outputs": rec, "flops_forward": flops})
 
     params = sum(p.numel() for p in model.parameters())
+    graph_inits = {i.name for i in proto.graph.initializer}
+    off_graph = sum(p.numel() for n, p in model.named_parameters() if n not in graph_inits)
     if spec.name in PUBLISHED_PARAMS and params != PUBLISHED_PARAMS[spec.name]:
         problems.append(f"{params} parameters, published {PUBLISHED_PARAMS[spec.name]}")
     facts = {
@@ -823,7 +874,8 @@ def export_one(spec, out_dir):
     print(f"{spec.name:20s} {mode:8s} opset {OPSET}  params {params:>11,d}  "
           f"onnx {size / 1024:7.1f} KiB ({n_ext} external tensors, {ext_bytes / 2**20:7.1f} MiB "
           f"left out)  GFLOPs@{checks[0]['batch']}={checks[0]['flops_forward'] / 1e9:.3f}  "
-          f"{dt:5.1f}s", flush=True)
+          f"{dt:5.1f}s" + (f"  ({off_graph:,d} params not in the graph)" if off_graph else ""),
+          flush=True)
     return facts
 
 
@@ -835,7 +887,7 @@ README_HEAD = """# colloc model zoo (graph-only ONNX)
 
 Generated by `tools/export_zoo.py` -- do not edit by hand; regenerate with
 
-    /usr/bin/python3 tools/export_zoo.py            # everything, about 3-4 minutes on 2 cores
+    /usr/bin/python3 tools/export_zoo.py            # everything, about 4-6 minutes on 2 cores
     /usr/bin/python3 tools/export_zoo.py --only gpt2,resnet50
 
 (Debian's `python3-torch` 1.13, `python3-torchvision` 0.14 and `python3-onnx` 1.12 in the system
@@ -859,12 +911,16 @@ Each model has two files:
   counted by `tools/zoo_reference.py` with the rules of `docs/flops.md`, in the mode of the export.
 
 Modes: models are exported in **training** mode (BatchNormalization with `training_mode=1` and
-three outputs, `Dropout` nodes with `training_mode=true`) whenever torch.onnx can do it. Models with
-torchvision's `StochasticDepth` cannot (it draws its mask with `bernoulli_`, which has no opset-14
-export), so they are exported in **eval** mode: no Dropout nodes, BatchNormalization with
-`training_mode=0`. The eval export uses `TrainingMode.PRESERVE` on a model whose submodules are in
-`eval()` rather than `TrainingMode.EVAL`, because the latter folds BatchNorm into the preceding Conv
-(renaming weights to `onnx::Conv_NNN`) and merges equal-valued initializers into `Identity` nodes.
+three outputs, `Dropout` nodes with `training_mode=true`) whenever torch.onnx can do it. The others
+are exported in **eval** mode (BatchNormalization with `training_mode=0`, no Dropout nodes) and
+their JSON says why in `mode_reason`: the models with torchvision's `StochasticDepth` (it draws its
+mask with `bernoulli_`, which has no opset-14 export). The eval export uses
+`TrainingMode.PRESERVE` on a model in `eval()` rather than `TrainingMode.EVAL`, because the latter
+folds BatchNorm into the preceding Conv (renaming weights to `onnx::Conv_NNN`); and torch.onnx's
+initializer de-duplication is limited to tied weights, because by default an eval export merges
+equal-valued initializers (the all-ones BatchNorm weights of a fresh model) into `Identity` nodes.
+torchvision 0.14's `swin_t` calls `F.dropout` without `training=` (so with p=0 but "training" even
+in eval mode): its eval graph keeps 24 `Dropout` nodes with ratio 0.
 
 Licences: the torchvision architectures come from torchvision (BSD-3-Clause); only the graph is
 shipped, no weights. The four transformers are our own plain-`torch.nn` code in
@@ -884,11 +940,35 @@ README_TAIL = """
   language models take `input_ids` `[batch, seq]` int64, and `t5_small` also `decoder_input_ids`
   `[batch, dec_seq]`. Output `logits` (`[batch, classes]`, `[batch, seq, vocab]` or
   `[batch, dec_seq, vocab]`). The dynamic axes are named exactly `batch`, `seq`, `dec_seq`.
-- In training mode `inception_v3` has a second output `aux_logits`, and `googlenet` has
-  `aux_logits2` and `aux_logits1` (torchvision's order). `inception_v3`'s checks use batches 2, 3
+- In training mode `inception_v3` has a second output `aux_logits`. Its checks use batches 2, 3
   and 8: its aux head applies BatchNorm to 1x1 maps, which PyTorch refuses at batch 1 in training.
+- `googlenet` is built with `aux_logits=False`: with its aux classifiers the training-mode export
+  fails (they pool 14x14 maps to 4x4 with `adaptive_avg_pool2d`, which ONNX cannot express) and an
+  eval-mode graph would not contain the 6,379,984 aux-head parameters that `model.parameters()`
+  counts. Without them it exports in training mode with 6,624,904 parameters.
 - `mnasnet1_0_c10` is `mnasnet1_0(num_classes=10)` (matches a measurement set).
 - Both `wide_resnet50_2` and `resnext50_32x4d` are included.
+- Training-mode graphs keep a `Dropout` node (ratio input, `training_mode` input `true`) for every
+  dropout the model applies, also those with p=0 (`vit_b_16`'s encoder dropouts): PyTorch skips
+  those at run time, so the FLOP counter of `tools/zoo_reference.py` counts them 0 while a `Dropout`
+  node counts 1 per element (far below 1% of any model).
+- FLOPs: the facts' `flops_forward` follow `docs/flops.md` on the ATen ops PyTorch runs. Where ONNX
+  decomposes an op the C count on the graph is a little higher (SiLU = Sigmoid + Mul, GELU, and
+  LayerNorm before opset 17): +0.77% for `efficientnet_b0`, +0.45% for `convnext_tiny`, about
+  +0.1% for the transformers, exact (to the 1 FLOP per BatchNorm of `num_batches_tracked += 1`)
+  for the plain CNNs.
+
+## Training-memory reference
+
+`data/reference/memory_cpu.json` holds, for every model exported in training mode, what PyTorch
+actually keeps for one training step at batch 8 (transformers: seq 128, `t5_small` also dec_seq
+128): bytes autograd saves for backward (forward alone, and forward + loss), parameter, gradient
+and optimizer-state bytes for SGD, SGD with momentum, Adam, AdamW, RMSprop and Adagrad. On CPU
+`F.dropout` saves a float32 noise tensor where CUDA's fused dropout saves a bool mask, so it also
+gives the saved bytes with 1-byte masks (`saved_bytes_forward_bool_masks`). Its fields are
+described at the top of `tools/reference_memory.py`; regenerate with
+
+    /usr/bin/python3 tools/reference_memory.py      # about 1 minute on 2 cores
 
 ## The transformers
 
@@ -926,7 +1006,12 @@ def write_readme(out_dir):
     all_facts.sort(key=lambda x: order.index(x["name"]) if x["name"] in order else len(order))
     for x in all_facts:
         size = os.path.getsize(os.path.join(out_dir, x["file"]))
-        mode = x["mode"] if x["mode"] == "training" else "eval (StochasticDepth: see below)"
+        if x["mode"] == "training":
+            mode = "training"
+        elif "StochasticDepth" in (x["mode_reason"] or ""):
+            mode = "eval: StochasticDepth has no export"
+        else:
+            mode = "eval: see below"
         built = f"`{x['source']}`" if not x["mirrors"] else f"our nn code, mirrors {x['mirrors']}"
         rows.append(f"| `{x['name']}` | {built} | {mode} | {x['opset']} | "
                     f"{x['trainable_params']:,} | {x['batchnorm_modules']} | "
@@ -951,13 +1036,16 @@ def print_stats(out_dir):
             continue
         m = onnx.load(os.path.join(out_dir, fname), load_external_data=False)
         name = fname[:-5]
-        n_const = 0
+        n_const = n_ext = 0
         for node in m.graph.node:
             ops[node.op_type] += 1
             attrs.setdefault(node.op_type, set()).update(a.name for a in node.attribute)
-            n_const += node.op_type == "Constant"
+            if node.op_type == "Constant":
+                n_const += 1
+                n_ext += any(a.t.data_location == onnx.TensorProto.EXTERNAL
+                             for a in node.attribute)
         if n_const:
-            const_graphs[name] = n_const
+            const_graphs[name] = f"{n_const} ({n_ext} external)" if n_ext else n_const
         inline[name] = [(i.name, list(i.dims), onnx.TensorProto.DataType.Name(i.data_type))
                         for i in m.graph.initializer
                         if i.data_location != onnx.TensorProto.EXTERNAL]
@@ -979,6 +1067,8 @@ def main():
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--list", action="store_true", help="list the zoo and exit")
     ap.add_argument("--stats", action="store_true", help="print an op census of --out and exit")
+    ap.add_argument("--real-matmul", action="store_true",
+                    help="compute matrix products in the reference forwards (slow with netlib BLAS)")
     a = ap.parse_args()
     if a.list:
         for s in ZOO.values():
@@ -992,12 +1082,12 @@ def main():
     if unknown:
         ap.error(f"unknown model(s): {', '.join(unknown)} (see --list)")
     os.makedirs(a.out, exist_ok=True)
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    torch.set_num_threads(len(os.sched_getaffinity(0)))  # torch starts with 1 thread here
     t0 = time.time()
     failed = []
     for n in names:
         try:
-            export_one(ZOO[n], a.out)
+            export_one(ZOO[n], a.out, fake_matmul=not a.real_matmul)
         except Exception as err:  # noqa: BLE001 -- report and go on with the rest of the zoo
             failed.append(n)
             print(f"{n:20s} FAILED: {err}", flush=True)

@@ -35,6 +35,10 @@ the freshly drawn noise counts 0, the ``mul`` by the noise counts numel(y)), so 
 in training mode is a no-op in PyTorch and counts 0 here, while a training-mode ONNX export still
 contains a ``Dropout`` node for it (1 per element on the C side); the difference is far below 1%
 for every zoo model.
+
+``FlopCounter(fake_matmul=True)`` returns zeros of the checked result shape for mm/addmm/bmm/
+baddbmm instead of computing them (Debian's torch uses the slow reference BLAS); shapes and FLOPs
+are unchanged.  tools/export_zoo.py and tools/reference_memory.py use it by default.
 """
 
 from collections import Counter
@@ -50,6 +54,7 @@ _ELEMENTWISE = frozenset(
 _REDUCTIONS = frozenset("adaptive_avg_pool2d _adaptive_avg_pool2d mean sum amax".split())
 _POOLS = frozenset("max_pool2d_with_indices max_pool2d avg_pool2d".split())
 _SOFTMAX = frozenset("_softmax _log_softmax".split())
+_MATMULS = frozenset("mm addmm bmm baddbmm".split())
 
 
 def _numel(t):
@@ -100,6 +105,23 @@ def _matmul_flops(name, args):
     return f + batch * m * n if name == "baddbmm" else f
 
 
+def _zeros_matmul(name, args):
+    """Result of a matrix product with the right shape and dtype, filled with zeros.
+
+    Debian's torch 1.13 uses the reference (netlib) BLAS: about 2.5 GFLOP/s on one core, which
+    would make the transformer checks take minutes.  Shapes and FLOPs do not depend on values,
+    so the export may skip the arithmetic of mm/addmm/bmm/baddbmm (``fake_matmul=True``).  The
+    operand shapes are still checked as the real kernel would.
+    """
+    a, b = (args[0], args[1]) if name in ("mm", "bmm") else (args[1], args[2])
+    if a.dim() != b.dim() or a.shape[-1] != b.shape[-2] or a.shape[:-2] != b.shape[:-2]:
+        raise RuntimeError(f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not match")
+    shape = tuple(a.shape[:-1]) + (b.shape[-1],)
+    if name in ("addmm", "baddbmm"):
+        torch.broadcast_shapes(args[0].shape, shape)  # the added input must broadcast
+    return torch.zeros(shape, dtype=torch.result_type(a, b), device=a.device)
+
+
 class FlopCounter(TorchDispatchMode):
     """Counts forward FLOPs by the rules of docs/flops.md.
 
@@ -108,8 +130,9 @@ class FlopCounter(TorchDispatchMode):
     ``calls`` a Counter of calls per op name (also for ops that count 0).
     """
 
-    def __init__(self):
+    def __init__(self, fake_matmul=False):
         super().__init__()
+        self.fake_matmul = fake_matmul
         self.total = 0
         self.by_op = Counter()
         self.calls = Counter()
@@ -117,8 +140,11 @@ class FlopCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = op_name(func)
+        if self.fake_matmul and name in _MATMULS and not kwargs:
+            out = _zeros_matmul(name, args)
+        else:
+            out = func(*args, **kwargs)
         self.calls[name] += 1
         flops = self._flops(name, args, out)
         if flops:
@@ -145,7 +171,7 @@ class FlopCounter(TorchDispatchMode):
             groups = int(args[8])
             f = 2 * _numel(y) * (x.shape[1] // groups) * _prod(w.shape[2:])
             return f + _numel(y) if bias is not None else f
-        if name in ("mm", "addmm", "bmm", "baddbmm"):
+        if name in _MATMULS:
             return _matmul_flops(name, args)
         if name == "native_batch_norm":
             return 2 * _numel(y)
@@ -162,9 +188,9 @@ class FlopCounter(TorchDispatchMode):
         return 0
 
 
-def count_flops(model, *inputs):
+def count_flops(model, *inputs, fake_matmul=False):
     """Run ``model(*inputs)`` under no_grad with the counter; return (output, FlopCounter)."""
-    with torch.no_grad(), FlopCounter() as counter:
+    with torch.no_grad(), FlopCounter(fake_matmul) as counter:
         out = model(*inputs)
     return out, counter
 

@@ -149,7 +149,8 @@ int colloc_estimate_run(const struct colloc_graph *g,
 		out->param_bytes = pt.trainable_bytes;
 		out->grad_bytes = pt.trainable_bytes;
 		out->optimizer_state_bytes =
-			pt.trainable_bytes * (uint64_t)colloc__optimizer_state_factor(opts->optimizer);
+			pt.trainable_bytes *
+			(uint64_t)colloc__optimizer_state_factor(opts->optimizer);
 	}
 	out->peak_iteration = r1.peak_iter;
 	out->peak_phase = r1.peak_phase;

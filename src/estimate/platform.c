@@ -15,7 +15,7 @@
 #include "colloc/units.h"
 #include "colloc/zoo.h"
 
-#define MAX_PROFILE_BYTES (64 * 1024)
+#define MAX_PROFILE_BYTES ((size_t)64 * 1024)
 
 /* cuBLAS workspace PyTorch 2.x asks for by default on pre-Hopper GPUs:
  * CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8" = 2 x 4096 KiB + 8 x 16 KiB
@@ -142,7 +142,7 @@ int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 	fclose(f);
 	if (len > MAX_PROFILE_BYTES) {
 		free(text);
-		return colloc_diag_set(diag, COLLOC_ELIMIT, "%s: larger than %d bytes",
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "%s: larger than %zu bytes",
 				       path, MAX_PROFILE_BYTES);
 	}
 	text[len] = '\0';
