@@ -25,7 +25,7 @@ static const char *const kind_names[COLLOC_MEM_KIND_COUNT_] = {
 	"parameter", "gradient", "optimizer", "activation", "temporary"};
 
 #define NAME_OF(tab, i) \
-	((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof(tab[0]) ? tab[i] : "unknown")
+	((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[i] : "unknown")
 
 const char *colloc_optimizer_name(int v)
 {
