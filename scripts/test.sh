@@ -29,4 +29,8 @@ if [ "$lint" = 1 ]; then
 	scripts/lint.sh build-asan
 fi
 
+# The estimator's benchmark prints its table (accuracy against measured GPU
+# runs next to published estimators, and speed); it never fails on numbers.
+build-asan/bench_estimate --data data || echo "test.sh: bench_estimate could not run" >&2
+
 ctest --preset asan -j "$jobs"
