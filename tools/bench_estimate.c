@@ -201,6 +201,8 @@ static int estimate_row(struct row *r, struct colloc_diag *diag)
 	rc = colloc_graph_infer(g, &bo, diag);
 	colloc_estimate_opts_init(&o);
 	o.optimizer = optimizer_of(r->opt);
+	if (bo.n_dims)
+		o.loss = COLLOC_LOSS_CAUSAL_LM; /* GPT2LMHeadModel(labels=...) */
 	o.platform = &plat;
 	o.iterations = 4; /* the measured loop ran 4 iterations */
 	if (!rc && o.optimizer < 0)

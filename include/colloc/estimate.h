@@ -47,6 +47,7 @@ enum colloc_loss {
 	COLLOC_LOSS_CROSS_ENTROPY = 0,
 	COLLOC_LOSS_MSE,
 	COLLOC_LOSS_NONE, /* the graph's first output is the loss already */
+	COLLOC_LOSS_CAUSAL_LM, /* cross-entropy on logits[:, :-1] (Hugging Face) */
 	COLLOC_LOSS_COUNT_
 };
 

@@ -17,8 +17,8 @@ static const char *const opt_names[COLLOC_OPT_COUNT_] = {"sgd",	  "momentum", "a
 							 "adamw", "rmsprop",  "adagrad"};
 static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16",
 							   "amp-bf16"};
-static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse",
-							   "none"};
+static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse", "none",
+							   "causal-lm"};
 static const char *const phase_names[] = {"setup", "forward", "loss", "backward",
 					  "optimizer"};
 static const char *const kind_names[COLLOC_MEM_KIND_COUNT_] = {
@@ -101,10 +101,6 @@ int colloc_estimate_run(const struct colloc_graph *g,
 	    opts->precision < 0 || opts->precision >= COLLOC_PREC_COUNT_ ||
 	    opts->loss < 0 || opts->loss >= COLLOC_LOSS_COUNT_)
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid estimator options");
-	if (opts->precision != COLLOC_PREC_FP32)
-		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
-				       "precision %s is not modelled yet; use fp32",
-				       colloc_precision_name(opts->precision));
 	for (int i = 0; i < g->n_tensors; i++)
 		if (g->tensors[i].rank < 0 && g->tensors[i].role == COLLOC_TENSOR_INPUT)
 			return colloc_diag_set(

@@ -58,6 +58,9 @@ struct tl {
 	int *grad; /* graph tensor -> gradient storage, -1 if none */
 	int *pgrad; /* parameter tensor -> .grad storage, -1 if none */
 	int (*saved)[6]; /* node -> storages it saved, -1 terminated */
+	uint8_t *esz; /* graph tensor -> element size at run time (autocast) */
+	int *wcast; /* parameter -> its autocast (half) copy, -1 if none */
+	bool amp; /* torch.autocast to fp16/bf16 */
 
 	uint64_t kind_bytes[COLLOC_MEM_KIND_COUNT_];
 	uint64_t saved_bytes; /* saved-for-backward total of the last forward */
@@ -239,6 +242,12 @@ static const struct colloc_tensor *T(const struct tl *t, int i)
 	return &t->g->tensors[i];
 }
 
+/* Bytes of tensor i at its run-time precision. */
+static uint64_t tbytes(const struct tl *t, int i)
+{
+	return colloc_tensor_numel(T(t, i)) * t->esz[i];
+}
+
 /* Map tensor `out` onto storage s (a view or in-place result). */
 static void alias(struct tl *t, int out, int s)
 {
@@ -252,7 +261,7 @@ static int fresh(struct tl *t, int out, int kind, const char *role)
 {
 	int s, rc;
 
-	rc = st_new(t, colloc_tensor_bytes(T(t, out)), kind, t->node, role, &s);
+	rc = st_new(t, tbytes(t, out), kind, t->node, role, &s);
 	if (rc)
 		return rc;
 	contiguous(T(t, out), t->strides[out]);
@@ -309,10 +318,115 @@ static int matmul_operand(struct tl *t, int in, bool fold_batch, int *copy)
 			ns[rn++] = x->shape[x->rank - 1];
 		}
 		if (!view_strides(x->rank, x->shape, t->strides[in], rn, ns, nst)) {
-			rc = st_new(t, colloc_tensor_bytes(x), COLLOC_MEM_ACTIVATION,
-				    t->node, "contiguous copy for matmul", copy);
+			rc = st_new(t, tbytes(t, in), COLLOC_MEM_ACTIVATION, t->node,
+				    "contiguous copy for matmul", copy);
 			if (rc)
 				return rc;
+		}
+	}
+	return 0;
+}
+
+/* torch.autocast's op lists (CUDA, PyTorch 2.x), as far as they matter here:
+ * matrix products and convolutions run in half precision, softmax, norms,
+ * pow/exp/log and sums in float32, everything else in the widest precision
+ * of its tensor inputs. */
+enum { AMP_FOLLOW = 0, AMP_LOW, AMP_FP32 };
+
+static int amp_class(const struct tl *t, const struct colloc__top *tp)
+{
+	static const char *const fp32_ops[] = {
+		"Exp", "Log", "Pow", "Reciprocal", "Softplus", "ReduceSum", NULL};
+	const char *op = t->g->nodes[tp->node].op_type;
+
+	if (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR || tp->kind == OPK_MATMUL)
+		return AMP_LOW;
+	if (tp->kind == OPK_SOFTMAX || tp->kind == OPK_LAYERNORM)
+		return AMP_FP32;
+	for (int k = 0; fp32_ops[k]; k++)
+		if (strcmp(op, fp32_ops[k]) == 0)
+			return AMP_FP32;
+	return AMP_FOLLOW;
+}
+
+/* Autocast before the op runs: casts of its inputs (and the cached half
+ * copies of parameters) into casts[], and the output's precision. */
+static int amp_prepare(struct tl *t, const struct colloc__top *tp, int *casts)
+{
+	const struct colloc_graph *g = t->g;
+	const struct colloc_node *n = &g->nodes[tp->node];
+	int cls = amp_class(t, tp), rc;
+	uint8_t out_esz = 0;
+
+	if (cls != AMP_FOLLOW) {
+		uint8_t want = cls == AMP_LOW ? 2 : 4;
+
+		for (int k = 0; k < 3; k++) {
+			int in = tp->in[k], p;
+
+			if (in < 0)
+				continue;
+			p = colloc__param_source(g, in);
+			if (p >= 0) {
+				if (cls != AMP_LOW)
+					continue;
+				/* The autocast cache keeps one half copy of each
+				 * weight for the whole forward pass. */
+				if (t->wcast[p] < 0) {
+					rc = st_new(t, colloc_tensor_numel(T(t, p)) * 2,
+						    COLLOC_MEM_ACTIVATION, tp->node,
+						    "half-precision weight copy for",
+						    &t->wcast[p]);
+					if (rc)
+						return rc;
+					if (t->wcast[p] >= 0)
+						t->st[t->wcast[p]].refs = 1;
+				}
+				casts[k] = t->wcast[p];
+				continue;
+			}
+			if (t->tstor[in] < 0 || !colloc_dtype_is_float(T(t, in)->dtype) ||
+			    t->esz[in] == want)
+				continue;
+			rc = st_new(t, colloc_tensor_numel(T(t, in)) * want,
+				    COLLOC_MEM_ACTIVATION, tp->node,
+				    want == 2 ? "half-precision input copy for"
+					      : "float32 input copy for",
+				    &casts[k]);
+			if (rc)
+				return rc;
+		}
+		out_esz = want;
+	} else {
+		/* Type promotion over tensor operands; parameters count
+		 * (T5's weight * x is float32), except a norm's own. */
+		int n_in = tp->kind == OPK_CONCAT ? n->n_inputs : tp->n_in;
+
+		for (int k = 0; k < n_in; k++) {
+			int in = tp->kind == OPK_CONCAT ? n->inputs[k] : tp->in[k];
+
+			if (in < 0 || t->tstor[in] < 0 ||
+			    !colloc_dtype_is_float(T(t, in)->dtype))
+				continue;
+			if (t->esz[in] > out_esz)
+				out_esz = t->esz[in];
+		}
+		if (tp->kind != OPK_BATCHNORM)
+			for (int i = 0; i < n->n_inputs; i++) {
+				int in = n->inputs[i];
+
+				if (in >= 0 && colloc__param_source(g, in) >= 0 &&
+				    out_esz < 4)
+					out_esz = 4;
+			}
+	}
+	if (out_esz) {
+		if (tp->kind == OPK_SPLIT) {
+			for (int o = 0; o < n->n_outputs; o++)
+				if (n->outputs[o] >= 0)
+					t->esz[n->outputs[o]] = out_esz;
+		} else if (tp->out >= 0 && colloc_dtype_is_float(T(t, tp->out)->dtype)) {
+			t->esz[tp->out] = out_esz;
 		}
 	}
 	return 0;
@@ -322,10 +436,12 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 {
 	const struct colloc_graph *g = t->g;
 	const struct colloc_node *n = &g->nodes[tp->node];
-	int out = tp->out, rc, copies[2] = {-1, -1};
+	int out = tp->out, rc, copies[2] = {-1, -1}, casts[3] = {-1, -1, -1};
 	int s_in0 = tp->in[0] >= 0 ? t->tstor[tp->in[0]] : -1;
 
 	t->node = tp->node;
+	if (t->amp && (rc = amp_prepare(t, tp, casts)))
+		return rc;
 	if (tp->matmul && t->cublas < 0 && t->plat->cublas_workspace_bytes) {
 		/* cuBLAS takes its workspace from the caching allocator at the
 		 * first GEMM and keeps it (PyTorch >= 1.11). */
@@ -339,7 +455,8 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 	if (tp->kind == OPK_MATMUL ||
 	    (tp->kind == OPK_LINEAR && strcmp(n->op_type, "MatMul") == 0)) {
 		for (int k = 0; k < 2; k++)
-			if (tp->in[k] >= 0 && colloc__param_source(g, tp->in[k]) < 0) {
+			if (tp->in[k] >= 0 && colloc__param_source(g, tp->in[k]) < 0 &&
+			    casts[k] < 0) {
 				rc = matmul_operand(t, tp->in[k], tp->kind == OPK_LINEAR,
 						    &copies[k]);
 				if (rc)
@@ -459,16 +576,31 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 
 	/* What autograd keeps for backward. */
 	t->saved[tp->node][0] = -1;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 3; k++) {
+		int s = tp->in[k] >= 0 ? t->tstor[tp->in[k]] : -1;
+
+		if (k < 2 && copies[k] >= 0)
+			s = copies[k];
+		if (casts[k] >= 0)
+			s = casts[k];
 		if ((tp->save & (1u << k)) && tp->in[k] >= 0)
-			save(t, tp->node,
-			     copies[k < 2 ? k : 0] >= 0 && k < 2 ? copies[k]
-								 : t->tstor[tp->in[k]]);
+			save(t, tp->node, s);
+	}
 	if ((tp->save & SAVE_OUT0) && out >= 0)
 		save(t, tp->node, t->tstor[out]);
+	/* The weight of a convolution or linear layer is saved too; under
+	 * autocast that is the half copy, which is not a parameter. */
+	if (t->amp && (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR))
+		for (int k = 0; k < 2; k++)
+			if (casts[k] >= 0 && tp->in[k] >= 0 &&
+			    colloc__param_source(t->g, tp->in[k]) >= 0)
+				save(t, tp->node, casts[k]);
 	for (int k = 0; k < 2; k++)
 		if (copies[k] >= 0)
 			st_release(t, copies[k]); /* freed now unless saved */
+	for (int k = 0; k < 3; k++)
+		if (casts[k] >= 0 && t->st[casts[k]].refs == 0)
+			st_release(t, casts[k]); /* input casts live only if saved */
 	for (int k = 0; k < tp->n_extra; k++) {
 		int s;
 
@@ -509,7 +641,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 static int grad_into(struct tl *t, int in, int from_out, bool as_view)
 {
 	int p = colloc__param_source(t->g, in), s, rc;
-	uint64_t bytes = colloc_tensor_bytes(T(t, p >= 0 ? p : in));
+	uint64_t bytes = p >= 0 ? colloc_tensor_bytes(T(t, p)) : tbytes(t, in);
 
 	if (p >= 0) {
 		/* AccumulateGrad: the first gradient becomes .grad; later
@@ -686,7 +818,7 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 {
 	const struct colloc_graph *g = t->g;
 	int y = first_output(g), rc;
-	uint64_t bytes = y >= 0 ? colloc_tensor_bytes(T(t, y)) : 0;
+	uint64_t bytes = y >= 0 ? tbytes(t, y) : 0;
 	const struct colloc_tensor *yt = y >= 0 ? T(t, y) : NULL;
 
 	*loss_st = *logp_st = *shift_st = -1;
@@ -694,8 +826,10 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 	t->node = -1;
 	if (!yt)
 		return 0;
-	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY) {
-		if (yt->rank == 3 && yt->shape[1] > 1) {
+	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
+	    t->opts->loss == COLLOC_LOSS_CAUSAL_LM) {
+		if (t->opts->loss == COLLOC_LOSS_CAUSAL_LM && yt->rank == 3 &&
+		    yt->shape[1] > 1) {
 			/* Causal-LM loss as Hugging Face writes it: the logits
 			 * shifted by one and made contiguous, a copy. */
 			bytes = bytes / (uint64_t)yt->shape[1] *
@@ -744,7 +878,7 @@ static int run_loss_backward(struct tl *t, int logp_st)
 	const struct colloc_graph *g = t->g;
 	int y = first_output(g), gl, gnll = -1, rc;
 	const struct colloc_tensor *yt = y >= 0 ? T(t, y) : NULL;
-	uint64_t bytes = yt ? colloc_tensor_bytes(yt) : 0;
+	uint64_t bytes = yt ? tbytes(t, y) : 0;
 
 	t->phase = COLLOC_PHASE_BACKWARD;
 	t->node = -1;
@@ -753,11 +887,13 @@ static int run_loss_backward(struct tl *t, int logp_st)
 	rc = st_new(t, 4, COLLOC_MEM_TEMPORARY, -1, "gradient of the loss", &gl);
 	if (rc)
 		return rc;
-	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY) {
+	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
+	    t->opts->loss == COLLOC_LOSS_CAUSAL_LM) {
 		uint64_t sb = bytes;
 		int glogp;
 
-		if (yt->rank == 3 && yt->shape[1] > 1)
+		if (t->opts->loss == COLLOC_LOSS_CAUSAL_LM && yt->rank == 3 &&
+		    yt->shape[1] > 1)
 			sb = bytes / (uint64_t)yt->shape[1] *
 			     (uint64_t)(yt->shape[1] - 1);
 		/* nll_loss backward: a zero-filled gradient of log_softmax's
@@ -777,8 +913,8 @@ static int run_loss_backward(struct tl *t, int logp_st)
 			st_release(t, logp_st);
 		}
 		if (sb != bytes) {
-			/* the shift's backward: zeros of the full logits, then
-			 * the shifted gradient copied in */
+			/* the shift's backward (zeros of the full logits, the
+			 * shifted gradient copied in) or the cast's backward */
 			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
 				    "gradient of the logits", &t->grad[y]);
 			if (rc)
@@ -916,11 +1052,17 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.grad = malloc(nt * sizeof(*t.grad));
 	t.pgrad = malloc(nt * sizeof(*t.pgrad));
 	t.saved = malloc(((size_t)g->n_nodes + 1) * sizeof(*t.saved));
+	t.esz = malloc(nt * sizeof(*t.esz));
+	t.wcast = malloc(nt * sizeof(*t.wcast));
+	t.amp = opts->precision != COLLOC_PREC_FP32;
 	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
 	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
 	    !t.saved || !prev_in)
 		goto out;
 	memset(t.pgrad, 0xff, nt * sizeof(*t.pgrad));
+	memset(t.wcast, 0xff, nt * sizeof(*t.wcast));
+	for (int i = 0; i < g->n_tensors; i++)
+		t.esz[i] = (uint8_t)colloc_dtype_size(g->tensors[i].dtype);
 	for (int k = 0; k <= g->n_nodes; k++)
 		t.saved[k][0] = -1;
 	for (int k = 0; k < n_in; k++)
@@ -967,6 +1109,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			if (g->tensors[i].role != COLLOC_TENSOR_INITIALIZER)
 				t.tstor[i] = -1;
 			t.grad[i] = -1;
+			t.esz[i] = (uint8_t)colloc_dtype_size(g->tensors[i].dtype);
 		}
 		t.saved_bytes = 0;
 		for (int i = 0; i < t.n_st; i++)
@@ -989,7 +1132,9 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			}
 			prev_in[k] = s;
 		}
-		if (opts->loss == COLLOC_LOSS_CROSS_ENTROPY && g->n_outputs > 0) {
+		if ((opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
+		     opts->loss == COLLOC_LOSS_CAUSAL_LM) &&
+		    g->n_outputs > 0) {
 			/* labels: int64, one per row of the logits */
 			const struct colloc_tensor *y = &g->tensors[g->outputs[0]];
 			uint64_t rows =
@@ -1033,6 +1178,13 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 		if (prev_loss >= 0)
 			st_free(&t, prev_loss);
 		prev_loss = loss_st;
+		/* Leaving the autocast region empties its weight cache; copies
+		 * saved for backward live on until their nodes have run. */
+		for (int i = 0; i < g->n_tensors; i++)
+			if (t.wcast[i] >= 0) {
+				st_unref(&t, t.wcast[i]);
+				t.wcast[i] = -1;
+			}
 		/* opt.zero_grad(set_to_none=True) */
 		t.phase = COLLOC_PHASE_BACKWARD;
 		for (int i = 0; i < g->n_tensors; i++)
@@ -1122,6 +1274,8 @@ out:
 	free(t.grad);
 	free(t.pgrad);
 	free(t.saved);
+	free(t.esz);
+	free(t.wcast);
 	free(prev_in);
 	return rc;
 }

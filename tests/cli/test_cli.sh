@@ -59,7 +59,9 @@ expect estimate-max-batch-platform 0 "largest batch that fits" "$colloc" estimat
 expect estimate-platforms 0 "rtx3060-cu124-torch26" "$colloc" estimate --list-platforms
 expect estimate-bad-platform 2 "platform 'nope'" "$colloc" estimate resnet18 --batch 1 --platform nope
 expect estimate-bad-opt 2 "--optimizer: 'lion'" "$colloc" estimate resnet18 --batch 1 --optimizer lion
-expect estimate-amp 1 "amp-fp16 is not modelled yet" "$colloc" estimate resnet18 --batch 1 --precision amp-fp16
+expect estimate-amp 0 '"precision":"amp-fp16"' "$colloc" estimate resnet18 --batch 1 --precision amp-fp16 --json
+expect estimate-bad-precision 2 "--precision: 'fp8'" "$colloc" estimate resnet18 --batch 1 --precision fp8
+expect estimate-causal-lm 0 '"loss":"causal-lm"' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
 expect estimate-context 0 '"context_bytes":1048576' "$colloc" estimate resnet18 --batch 1 --context-bytes 1MiB --json
 
 echo "$pass passed, $fail failed"
