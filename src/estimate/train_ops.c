@@ -313,6 +313,12 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 			tp->kind = OPK_MATMUL;
 			tp->save = SAVE_IN0 | SAVE_IN1;
 		}
+	} else if (op_is(n, "Einsum") && n->n_inputs == 2) {
+		/* einsum permutes and reshapes its operands into a bmm, which
+		 * saves both (as MatMul). */
+		tp->kind = OPK_MATMUL;
+		tp->save = SAVE_IN0 | SAVE_IN1;
+		tp->matmul = true;
 	} else if (op_is(n, "BatchNormalization")) {
 		uint64_t c = numel_of(g, in_of(n, 1));
 		const struct colloc_tensor *s = tens(g, in_of(n, 1));

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/graph_int.h"
+#include "model/shape_int.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -106,6 +107,31 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 		f = sat_mul(sat_mul(2, ny), k);
 		if (tin(g, n, 2))
 			f = sat_add(f, ny);
+		return f;
+	}
+	if (strcmp(op, "Einsum") == 0 && n->n_inputs == 2) {
+		/* A two-operand contraction: a multiply-add for every
+		 * combination of all labels' values. */
+		const struct colloc_attr *a = colloc_node_attr(n, "equation");
+		int labels[2][COLLOC_MAX_RANK], ranks[2], out[COLLOC_MAX_RANK], nout, ell;
+		uint64_t f = 2;
+		bool seen[128] = {false};
+
+		if (!a || a->type != COLLOC_ATTR_STRING || !x || !w)
+			return 0;
+		ranks[0] = x->rank;
+		ranks[1] = w->rank;
+		if (colloc__einsum_parse(a->s, 2, ranks, labels, out, &nout, &ell))
+			return 0;
+		for (int i = 0; i < 2; i++) {
+			const struct colloc_tensor *t = i ? w : x;
+
+			for (int d = 0; d < t->rank; d++)
+				if (!seen[labels[i][d]] && t->shape[d] > 1) {
+					seen[labels[i][d]] = true;
+					f = sat_mul(f, (uint64_t)t->shape[d]);
+				}
+		}
 		return f;
 	}
 	if (strcmp(op, "BatchNormalization") == 0)

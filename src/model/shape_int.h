@@ -27,4 +27,14 @@ typedef int (*colloc__shape_fn)(struct colloc__infer *c, const struct colloc_nod
 /* Rule for op_type in the default domain, or NULL if colloc lacks one. */
 colloc__shape_fn colloc__shape_rule(const char *op_type);
 
+/*
+ * Parse an Einsum equation for n_in operands of the given ranks: labels[i]
+ * gets each operand's per-dim label (a letter, or 1 + slot for dims under
+ * "..."), out_labels the output's. Returns 0 or -1 for a malformed
+ * equation. Shared with cost.c (FLOPs).
+ */
+int colloc__einsum_parse(const char *eq, int n_in, const int *ranks,
+			 int (*labels)[COLLOC_MAX_RANK], int *out_labels, int *out_rank,
+			 int *ell_rank);
+
 #endif

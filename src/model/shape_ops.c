@@ -1760,6 +1760,167 @@ static int r_resize(struct colloc__infer *c, const struct colloc_node *n)
 	return set_out(c, n, 0, x->dtype, x->rank, shape);
 }
 
+/*
+ * Einsum: "ab,bc->ac", implicit outputs ("ab,bc" -> letters seen once, in
+ * alphabetical order) and "..." for broadcast leading dims. Labels must
+ * agree in size across operands (or be 1, which broadcasts).
+ */
+#define EINSUM_MAX_IN 8
+
+int colloc__einsum_parse(const char *eq, int n_in, const int *ranks,
+			 int (*labels)[COLLOC_MAX_RANK], int *out_labels, int *out_rank,
+			 int *ell_rank)
+{
+	int k = 0, pos = 0, ell = -1, len = (int)strlen(eq);
+	int counts[128] = {0};
+	const char *arrow = strstr(eq, "->");
+
+	*ell_rank = 0;
+	/* Each input term. Ellipsis is stored as label 1 + its index. */
+	for (int i = 0; i < n_in; i++) {
+		int r = 0, dots = 0;
+
+		while (pos < len && eq[pos] == ' ')
+			pos++;
+		while (pos < len && eq[pos] != ',' && eq[pos] != '-') {
+			char ch = eq[pos];
+
+			if (ch == '.') {
+				if (pos + 2 >= len || eq[pos + 1] != '.' ||
+				    eq[pos + 2] != '.' || dots)
+					return -1;
+				dots = 1;
+				pos += 3;
+				ell = ranks[i] - 0; /* filled below */
+				labels[i][r++] = -1; /* marker, expanded below */
+				continue;
+			}
+			if (ch == ' ') {
+				pos++;
+				continue;
+			}
+			if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) ||
+			    r >= COLLOC_MAX_RANK)
+				return -1;
+			labels[i][r++] = (unsigned char)ch;
+			counts[(unsigned char)ch]++;
+			pos++;
+		}
+		/* Expand the ellipsis marker to the leftover dims. */
+		{
+			int explicit_dims = r - dots, e = ranks[i] - explicit_dims,
+			    tmp[COLLOC_MAX_RANK];
+			int w = 0;
+
+			if (e < 0 || (!dots && e != 0) || ranks[i] > COLLOC_MAX_RANK)
+				return -1;
+			if (dots && e > *ell_rank)
+				*ell_rank = e;
+			for (int j = 0; j < r; j++) {
+				if (labels[i][j] == -1)
+					for (int q = 0; q < e; q++)
+						tmp[w++] = 1 + (COLLOC_MAX_RANK - e +
+								q); /* right-aligned */
+				else
+					tmp[w++] = labels[i][j];
+			}
+			memcpy(labels[i], tmp, sizeof(int) * (size_t)w);
+		}
+		if (i + 1 < n_in) {
+			if (pos >= len || eq[pos] != ',')
+				return -1;
+			pos++;
+		}
+	}
+	(void)ell;
+	k = 0;
+	if (arrow) {
+		pos = (int)(arrow - eq) + 2;
+		while (pos < len) {
+			char ch = eq[pos];
+
+			if (ch == ' ') {
+				pos++;
+				continue;
+			}
+			if (ch == '.') {
+				if (pos + 2 >= len || eq[pos + 1] != '.' ||
+				    eq[pos + 2] != '.')
+					return -1;
+				for (int q = 0; q < *ell_rank && k < COLLOC_MAX_RANK; q++)
+					out_labels[k++] =
+						1 + (COLLOC_MAX_RANK - *ell_rank + q);
+				pos += 3;
+				continue;
+			}
+			if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) ||
+			    k >= COLLOC_MAX_RANK || !counts[(unsigned char)ch])
+				return -1;
+			out_labels[k++] = (unsigned char)ch;
+			pos++;
+		}
+	} else {
+		for (int q = 0; q < *ell_rank; q++)
+			out_labels[k++] = 1 + (COLLOC_MAX_RANK - *ell_rank + q);
+		for (int ch = 'A'; ch <= 'z' && k < COLLOC_MAX_RANK; ch++)
+			if (counts[ch] == 1)
+				out_labels[k++] = ch;
+	}
+	*out_rank = k;
+	return 0;
+}
+
+static int r_einsum(struct colloc__infer *c, const struct colloc_node *n)
+{
+	const struct colloc_attr *a = colloc_node_attr(n, "equation");
+	int labels[EINSUM_MAX_IN][COLLOC_MAX_RANK], ranks[EINSUM_MAX_IN];
+	int out_labels[COLLOC_MAX_RANK], out_rank, ell_rank;
+	int64_t size[128 + COLLOC_MAX_RANK + 2], shape[COLLOC_MAX_RANK];
+	struct colloc_tensor *x;
+
+	if (!a || a->type != COLLOC_ATTR_STRING)
+		return fail(c, COLLOC_EFORMAT, "Einsum without an equation");
+	if (n->n_inputs < 1 || n->n_inputs > EINSUM_MAX_IN)
+		return fail(c, COLLOC_EUNSUPPORTED, "Einsum with %d operands",
+			    n->n_inputs);
+	for (int i = 0; i < n->n_inputs; i++) {
+		int rc = need_in(c, n, i, &x);
+
+		if (rc)
+			return rc;
+		ranks[i] = x->rank;
+	}
+	if (colloc__einsum_parse(a->s, n->n_inputs, ranks, labels, out_labels, &out_rank,
+				 &ell_rank))
+		return fail(c, COLLOC_EFORMAT, "cannot parse Einsum equation '%.60s'",
+			    a->s);
+	for (size_t k = 0; k < sizeof(size) / sizeof(size[0]); k++)
+		size[k] = 1;
+	for (int i = 0; i < n->n_inputs; i++) {
+		x = in_t(c, n, i);
+		if (!x)
+			return fail(c, COLLOC_EFORMAT, "input %d is required", i);
+		for (int d = 0; d < x->rank; d++) {
+			int l = labels[i][d];
+			int64_t v = x->shape[d];
+
+			if (size[l] != 1 && v != 1 && size[l] != v)
+				return fail(c, COLLOC_ESHAPE,
+					    "Einsum label '%c' is %lld in one operand "
+					    "and %lld in "
+					    "another",
+					    l > 32 ? l : '.', (long long)size[l],
+					    (long long)v);
+			if (v != 1)
+				size[l] = v;
+		}
+	}
+	for (int d = 0; d < out_rank; d++)
+		shape[d] = size[out_labels[d]];
+	x = in_t(c, n, 0);
+	return set_out(c, n, 0, x ? x->dtype : COLLOC_DT_FLOAT, out_rank, shape);
+}
+
 static int r_einsum_unsupported(struct colloc__infer *c, const struct colloc_node *n)
 {
 	(void)n;
@@ -1813,6 +1974,7 @@ static const struct rule rules[] = {
 	{"CumSum", r_same},
 	{"Div", r_arith},
 	{"Dropout", r_dropout},
+	{"Einsum", r_einsum},
 	{"Elu", r_same},
 	{"Equal", r_compare},
 	{"Erf", r_same},

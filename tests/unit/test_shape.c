@@ -365,6 +365,52 @@ static void test_matmul(void **state)
 	colloc_graph_destroy(g);
 }
 
+/* Einsum as torchvision's MaxViT and attention code write it: explicit and
+ * implicit outputs, an ellipsis, and a mismatch that must be refused. */
+static void test_einsum(void **state)
+{
+	struct ob_model *m = ob_model_create(14);
+	Onnx__GraphProto *gp = ob_model_graph(m);
+	struct colloc_graph *g;
+	Onnx__NodeProto *n;
+
+	(void)state;
+	ob_input(m, gp, "q", DT_FLOAT, "2,3,5,8");
+	ob_input(m, gp, "k", DT_FLOAT, "2,3,7,8");
+	ob_input(m, gp, "a", DT_FLOAT, "4,6");
+	ob_input(m, gp, "b", DT_FLOAT, "6,9");
+	n = ob_node(m, gp, "Einsum", NULL, "q,k", "scores");
+	ob_attr_string(m, n, "equation", "bhqd,bhkd->bhqk");
+	n = ob_node(m, gp, "Einsum", NULL, "a,b", "implicit");
+	ob_attr_string(m, n, "equation", "ij,jk");
+	n = ob_node(m, gp, "Einsum", NULL, "q,k", "ell");
+	ob_attr_string(m, n, "equation", "...qd,...kd->...qk");
+	g = load_infer(m, 0);
+	expect_shape(g, "scores", 2, 3, 5, 7);
+	expect_shape(g, "implicit", 4, 9);
+	expect_shape(g, "ell", 2, 3, 5, 7);
+	colloc_graph_cost(g, NULL);
+	/* 2 x b*h*q*k*d = 2 x 2*3*5*7*8 */
+	assert_int_equal(g->nodes[T(g, "scores")->producer].flops, 2 * 2 * 3 * 5 * 7 * 8);
+	assert_int_equal(g->nodes[T(g, "implicit")->producer].flops, 2 * 4 * 6 * 9);
+	colloc_graph_destroy(g);
+
+	m = ob_model_create(14);
+	gp = ob_model_graph(m);
+	ob_input(m, gp, "a", DT_FLOAT, "4,6");
+	ob_input(m, gp, "b", DT_FLOAT, "5,9");
+	n = ob_node(m, gp, "Einsum", "bad", "a,b", "y");
+	ob_attr_string(m, n, "equation", "ij,jk->ik");
+	g = load(m);
+	{
+		struct colloc_diag diag = {""};
+
+		assert_int_equal(infer(g, 0, 0, NULL, &diag), COLLOC_ESHAPE);
+		assert_contains(diag.msg, "node 0 (bad, Einsum): Einsum label 'j' is 6");
+	}
+	colloc_graph_destroy(g);
+}
+
 /* --- shape arithmetic and movement ------------------------------------------ */
 
 /* x[N,3,4,5] -> Shape -> Gather(0) -> Unsqueeze(0) -> Concat(., [-1])
@@ -1117,6 +1163,7 @@ int main(void)
 		cmocka_unit_test(test_pooling),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_einsum),
 		cmocka_unit_test(test_reshape_folding),
 		cmocka_unit_test(test_reshape_errors),
 		cmocka_unit_test(test_slice),
