@@ -1,0 +1,124 @@
+/*
+ * colloc/sched.h — the placement core: which queued jobs start now, and on
+ * which GPUs.
+ *
+ * One pure function, colloc_sched_decide(), of (configuration, cluster
+ * state, queue, now). It reads no clock, touches no GPU, socket or file:
+ * the daemon feeds it live GPU state and the simulator feeds it simulated
+ * state, and the same code decides in both.
+ *
+ * Rules, in order of application:
+ *  - queue order: priority (higher first), then submit time, then id;
+ *  - a GPU is a candidate if usable, not held by an exclusive job, and,
+ *    for exclusive jobs and the `exclusive` policy, running nothing;
+ *  - memory gate: need + headroom <= total - used, where used is what the
+ *    GPU reports plus, for every job that started but has not reached its
+ *    peak yet, the part of its need it has not allocated so far (this
+ *    avoids the start-up race where several jobs see the same "free" GPU);
+ *    placements made earlier in the same pass count the same way;
+ *  - `estimate-aware` also requires the GPU's predicted activity (the sum
+ *    of its jobs' predictions) plus the job's to stay <= util_bound;
+ *  - a multi-GPU job gets all its GPUs on one node;
+ *  - backfill: a job that cannot start does not block later ones, unless it
+ *    has waited starve_ms or more: then nothing behind it starts until it
+ *    does, so large jobs are not starved.
+ *
+ * Ownership: inputs are read-only; decisions are written to a caller-owned
+ * array. The function allocates scratch memory and frees it before return.
+ */
+#ifndef COLLOC_SCHED_H
+#define COLLOC_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "colloc/error.h"
+
+#define COLLOC_SCHED_MAX_GPUS 16 /* GPUs one job may ask for */
+
+enum colloc_policy {
+	COLLOC_POLICY_EXCLUSIVE = 0, /* one job per GPU */
+	COLLOC_POLICY_ROUND_ROBIN,   /* next GPU in turn that fits */
+	COLLOC_POLICY_MOST_FREE_MEMORY,
+	COLLOC_POLICY_LEAST_UTILIZED,
+	COLLOC_POLICY_ESTIMATE_AWARE, /* fits with headroom and predicted
+				       * combined activity under a bound */
+	COLLOC_POLICY_COUNT_
+};
+
+/* "exclusive", "round-robin", ...; colloc_policy_parse returns -1 for an
+ * unknown name. */
+const char *colloc_policy_name(int policy);
+int colloc_policy_parse(const char *name);
+
+struct colloc_sched_gpu {
+	int node;                 /* a multi-GPU job's GPUs share a node */
+	uint64_t mem_total_bytes;
+	uint64_t mem_used_bytes;  /* measured now, all processes */
+	double util;              /* measured activity, 0..1 */
+	bool usable;              /* false: lost, draining */
+};
+
+struct colloc_sched_running {
+	uint64_t job_id;
+	int n_gpus;
+	int gpus[COLLOC_SCHED_MAX_GPUS];
+	uint64_t mem_need_bytes; /* per GPU */
+	uint64_t mem_used_bytes; /* per GPU, measured; 0 if not yet seen */
+	bool at_peak;            /* usage visible: no reservation */
+	double util_pred;        /* predicted activity, 0..1 */
+	bool exclusive;          /* holds its GPUs alone */
+};
+
+struct colloc_sched_job {
+	uint64_t id;
+	int n_gpus;
+	uint64_t mem_need_bytes; /* per GPU */
+	double util_pred;
+	int priority;
+	int64_t submit_ms;
+	bool exclusive; /* needs GPUs of its own (e.g. after OOM retries) */
+};
+
+struct colloc_sched_config {
+	int policy;              /* enum colloc_policy */
+	uint64_t headroom_bytes; /* kept free on every GPU */
+	double util_bound;       /* estimate-aware: max predicted activity */
+	bool backfill;
+	int64_t starve_ms;       /* head-of-queue protection, see above */
+};
+
+/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on,
+ * 30 minutes before a waiting job stops backfilling. */
+void colloc_sched_config_init(struct colloc_sched_config *cfg);
+
+struct colloc_sched_state {
+	const struct colloc_sched_gpu *gpus;
+	int n_gpus;
+	const struct colloc_sched_running *running;
+	size_t n_running;
+	int64_t now_ms;
+	int rr_cursor; /* round-robin: the GPU to try first */
+};
+
+struct colloc_sched_decision {
+	uint64_t job_id;
+	int n_gpus;
+	int gpus[COLLOC_SCHED_MAX_GPUS];
+};
+
+/*
+ * Decide which of queue[0..n_queue) start now. Writes up to cap decisions
+ * (in the order they were made) and their count to *n_out, and the
+ * round-robin cursor for the next pass to *rr_cursor_out (may be NULL).
+ * Returns 0, or a negative code for invalid input (a job asking for 0 or
+ * more than COLLOC_SCHED_MAX_GPUS GPUs, a running job on a GPU that does
+ * not exist, ...) with a message naming it; nothing is decided then.
+ */
+int colloc_sched_decide(const struct colloc_sched_config *cfg,
+			const struct colloc_sched_state *st, const struct colloc_sched_job *queue,
+			size_t n_queue, struct colloc_sched_decision *out, size_t cap,
+			size_t *n_out, int *rr_cursor_out, struct colloc_diag *diag);
+
+#endif
