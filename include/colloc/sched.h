@@ -39,7 +39,7 @@
 
 enum colloc_policy {
 	COLLOC_POLICY_EXCLUSIVE = 0, /* one job per GPU */
-	COLLOC_POLICY_ROUND_ROBIN,   /* next GPU in turn that fits */
+	COLLOC_POLICY_ROUND_ROBIN, /* next GPU in turn that fits */
 	COLLOC_POLICY_MOST_FREE_MEMORY,
 	COLLOC_POLICY_LEAST_UTILIZED,
 	COLLOC_POLICY_ESTIMATE_AWARE, /* fits with headroom and predicted
@@ -53,11 +53,11 @@ const char *colloc_policy_name(int policy);
 int colloc_policy_parse(const char *name);
 
 struct colloc_sched_gpu {
-	int node;                 /* a multi-GPU job's GPUs share a node */
+	int node; /* a multi-GPU job's GPUs share a node */
 	uint64_t mem_total_bytes;
-	uint64_t mem_used_bytes;  /* measured now, all processes */
-	double util;              /* measured activity, 0..1 */
-	bool usable;              /* false: lost, draining */
+	uint64_t mem_used_bytes; /* measured now, all processes */
+	double util; /* measured activity, 0..1 */
+	bool usable; /* false: lost, draining */
 };
 
 struct colloc_sched_running {
@@ -66,9 +66,9 @@ struct colloc_sched_running {
 	int gpus[COLLOC_SCHED_MAX_GPUS];
 	uint64_t mem_need_bytes; /* per GPU */
 	uint64_t mem_used_bytes; /* per GPU, measured; 0 if not yet seen */
-	bool at_peak;            /* usage visible: no reservation */
-	double util_pred;        /* predicted activity, 0..1 */
-	bool exclusive;          /* holds its GPUs alone */
+	bool at_peak; /* usage visible: no reservation */
+	double util_pred; /* predicted activity, 0..1 */
+	bool exclusive; /* holds its GPUs alone */
 };
 
 struct colloc_sched_job {
@@ -82,11 +82,11 @@ struct colloc_sched_job {
 };
 
 struct colloc_sched_config {
-	int policy;              /* enum colloc_policy */
+	int policy; /* enum colloc_policy */
 	uint64_t headroom_bytes; /* kept free on every GPU */
-	double util_bound;       /* estimate-aware: max predicted activity */
+	double util_bound; /* estimate-aware: max predicted activity */
 	bool backfill;
-	int64_t starve_ms;       /* head-of-queue protection, see above */
+	int64_t starve_ms; /* head-of-queue protection, see above */
 };
 
 /* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on,
@@ -117,8 +117,9 @@ struct colloc_sched_decision {
  * not exist, ...) with a message naming it; nothing is decided then.
  */
 int colloc_sched_decide(const struct colloc_sched_config *cfg,
-			const struct colloc_sched_state *st, const struct colloc_sched_job *queue,
-			size_t n_queue, struct colloc_sched_decision *out, size_t cap,
-			size_t *n_out, int *rr_cursor_out, struct colloc_diag *diag);
+			const struct colloc_sched_state *st,
+			const struct colloc_sched_job *queue, size_t n_queue,
+			struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+			int *rr_cursor_out, struct colloc_diag *diag);
 
 #endif

@@ -94,44 +94,44 @@ int colloc_parse_size(const char *s, uint64_t *out)
 	return COLLOC_EUSAGE;
 }
 
-const char *colloc_format_bytes(uint64_t bytes, char *buf, size_t len)
+/* n in units of base with three significant digits; k counts the
+ * divisions. A value that would print as "1024 KiB" moves up a unit. */
+static const char *format_scaled(uint64_t n, double base, const char *const *sfx,
+				 char *buf, size_t len)
 {
-	static const char *const sfx[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double v = (double)bytes;
+	double v = (double)n;
 	int k = 0;
 
-	while (v >= 1024.0 && k < 6) {
-		v /= 1024.0;
+	while (v >= base && k < 6) {
+		v /= base;
+		k++;
+	}
+	if (k > 0 && v >= 999.5 && k < 6) {
+		v /= base;
 		k++;
 	}
 	if (k == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		snprintf(buf, len, "%llu%s%s", (unsigned long long)n,
+			 sfx[0][0] ? " " : "", sfx[0]);
 	else
 		snprintf(buf, len,
-			 v < 10	   ? "%.2f %s"
-			 : v < 100 ? "%.1f %s"
-				   : "%.0f %s",
+			 v < 9.995   ? "%.2f %s"
+			 : v < 99.95 ? "%.1f %s"
+				     : "%.0f %s",
 			 v, sfx[k]);
 	return buf;
+}
+
+const char *colloc_format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const sfx[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+
+	return format_scaled(bytes, 1024.0, sfx, buf, len);
 }
 
 const char *colloc_format_count(uint64_t n, char *buf, size_t len)
 {
 	static const char *const sfx[] = {"", "K", "M", "G", "T", "P", "E"};
-	double v = (double)n;
-	int k = 0;
 
-	while (v >= 1000.0 && k < 6) {
-		v /= 1000.0;
-		k++;
-	}
-	if (k == 0)
-		snprintf(buf, len, "%llu", (unsigned long long)n);
-	else
-		snprintf(buf, len,
-			 v < 10	   ? "%.2f %s"
-			 : v < 100 ? "%.1f %s"
-				   : "%.0f %s",
-			 v, sfx[k]);
-	return buf;
+	return format_scaled(n, 1000.0, sfx, buf, len);
 }

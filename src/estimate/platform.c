@@ -5,7 +5,6 @@
 #include "colloc/platform.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "colloc/units.h"
 #include "colloc/zoo.h"
+#include "common/files.h"
 
 #define MAX_PROFILE_BYTES ((size_t)64 * 1024)
 
@@ -160,39 +160,10 @@ int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int colloc_platform_list(char **names, int cap)
 {
 	char path[4096];
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/platforms", colloc_data_dir());
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) != NULL) {
-		size_t l = strlen(de->d_name);
-
-		if (l <= 5 || strcmp(de->d_name + l - 5, ".json") != 0)
-			continue;
-		if (n < cap) {
-			names[n] = strndup(de->d_name, l - 5);
-			if (!names[n]) {
-				for (int k = 0; k < n; k++)
-					free(names[k]);
-				closedir(d);
-				return -ENOMEM;
-			}
-		}
-		n++;
-	}
-	closedir(d);
-	qsort(names, (size_t)(n < cap ? n : cap), sizeof(*names), cmp_str);
-	return n;
+	return colloc__list_stems(path, ".json", names, cap);
 }

@@ -3,7 +3,8 @@
  */
 #include "colloc/zoo.h"
 
-#include <dirent.h>
+#include "common/files.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -72,39 +73,11 @@ int colloc_zoo_resolve(const char *model, char *buf, size_t len, struct colloc_d
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int colloc_zoo_list(char **names, size_t cap)
 {
 	char path[4096];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/zoo", colloc_data_dir());
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) != NULL) {
-		size_t l = strlen(de->d_name);
-
-		if (l <= 5 || strcmp(de->d_name + l - 5, ".onnx") != 0)
-			continue;
-		if (n < cap) {
-			names[n] = strndup(de->d_name, l - 5);
-			if (!names[n]) {
-				for (size_t k = 0; k < n; k++)
-					free(names[k]);
-				closedir(d);
-				return -ENOMEM;
-			}
-		}
-		n++;
-	}
-	closedir(d);
-	qsort(names, n < cap ? n : cap, sizeof(*names), cmp_str);
-	return n > INT32_MAX ? INT32_MAX : (int)n;
+	return colloc__list_stems(path, ".onnx", names,
+				  cap > INT32_MAX ? INT32_MAX : (int)cap);
 }

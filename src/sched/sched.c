@@ -9,7 +9,8 @@
 #include <string.h>
 
 static const char *const policy_names[COLLOC_POLICY_COUNT_] = {
-	"exclusive", "round-robin", "most-free-memory", "least-utilized", "estimate-aware"};
+	"exclusive", "round-robin", "most-free-memory", "least-utilized",
+	"estimate-aware"};
 
 const char *colloc_policy_name(int policy)
 {
@@ -39,10 +40,10 @@ void colloc_sched_config_init(struct colloc_sched_config *cfg)
 /* Working view of one GPU during a pass. */
 struct wgpu {
 	uint64_t committed; /* measured use + reservations + this pass */
-	double util;        /* measured activity + this pass's predictions */
-	double pred;        /* sum of its jobs' predicted activity */
-	int jobs;           /* running + placed this pass */
-	bool closed;        /* unusable or held by an exclusive job */
+	double util; /* measured activity + this pass's predictions */
+	double pred; /* sum of its jobs' predicted activity */
+	int jobs; /* running + placed this pass */
+	bool closed; /* unusable or held by an exclusive job */
 };
 
 struct pass {
@@ -50,9 +51,9 @@ struct pass {
 	const struct colloc_sched_state *st;
 	struct wgpu *w;
 	uint64_t max_free; /* upper bound on any GPU's free bytes */
-	int cursor;        /* round-robin: the GPU to try first */
-	int *by_node;      /* GPU indices grouped by node, in order of nodes' first GPU */
-	int *node_start;   /* node k's GPUs: by_node[node_start[k] .. node_start[k+1]) */
+	int cursor; /* round-robin: the GPU to try first */
+	int *by_node; /* GPU indices grouped by node, in order of nodes' first GPU */
+	int *node_start; /* node k's GPUs: by_node[node_start[k] .. node_start[k+1]) */
 	int n_nodes;
 	/* Jobs that failed to place since the last placement: any job that
 	 * asks for at least as much of everything fails too, without a scan
@@ -87,8 +88,8 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 	for (int k = 0; k < p->n_fails; k++) {
 		const struct failpt *f = &p->fails[k];
 
-		if (!(nf.need <= f->need && nf.util <= f->util && nf.n_gpus <= f->n_gpus &&
-		      (!nf.excl || f->excl)))
+		if (!(nf.need <= f->need && nf.util <= f->util &&
+		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl)))
 			p->fails[w++] = *f;
 	}
 	p->n_fails = w;
@@ -186,8 +187,8 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 	}
 	/* Several GPUs: the best n candidates of each node, best node wins. */
 	for (int nk = 0; nk < p->n_nodes; nk++) {
-		int pick[COLLOC_SCHED_MAX_GPUS], n = 0;
-		double sc[COLLOC_SCHED_MAX_GPUS], total = 0;
+		int pick[COLLOC_SCHED_MAX_GPUS] = {0}, n = 0;
+		double sc[COLLOC_SCHED_MAX_GPUS] = {0}, total = 0;
 
 		if (p->node_start[nk + 1] - p->node_start[nk] < j->n_gpus)
 			continue;
@@ -199,7 +200,7 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 				continue;
 			s = score(p, j, g);
 			/* insertion into the n best so far */
-			if (n == j->n_gpus && s >= sc[n - 1])
+			if (n > 0 && n == j->n_gpus && s >= sc[n - 1])
 				continue;
 			k = n < j->n_gpus ? n++ : n - 1;
 			while (k > 0 && sc[k - 1] > s) {
@@ -259,7 +260,7 @@ static int group_nodes(struct pass *p)
 		p->n_nodes = 0;
 		for (int g = 0; g < n; g++) {
 			unsigned node = (unsigned)st->gpus[g].node;
-			size_t h = (node * 2654435761u) & (cap - 1);
+			size_t h = (size_t)((uint64_t)node * 2654435761u) & (cap - 1);
 
 			while (ranks[h] >= 0 && keys[h] != st->gpus[g].node)
 				h = (h + 1) & (cap - 1);
@@ -275,7 +276,8 @@ static int group_nodes(struct pass *p)
 			p->node_start[k + 1] = p->node_start[k] + counts[k];
 		memset(counts, 0, sizeof(int) * ((size_t)n + 1));
 		for (int g = 0; g < n; g++)
-			p->by_node[p->node_start[first_of[g]] + counts[first_of[g]]++] = g;
+			p->by_node[p->node_start[first_of[g]] + counts[first_of[g]]++] =
+				g;
 		free(keys);
 		free(ranks);
 		free(counts);
@@ -322,8 +324,9 @@ static int cmp_queue(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static int validate(const struct colloc_sched_state *st, const struct colloc_sched_job *queue,
-		    size_t n_queue, struct colloc_diag *diag)
+static int validate(const struct colloc_sched_state *st,
+		    const struct colloc_sched_job *queue, size_t n_queue,
+		    struct colloc_diag *diag)
 {
 	if (st->n_gpus < 0 || (st->n_gpus > 0 && !st->gpus))
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid GPU list");
@@ -331,28 +334,31 @@ static int validate(const struct colloc_sched_state *st, const struct colloc_sch
 		const struct colloc_sched_running *r = &st->running[k];
 
 		if (r->n_gpus < 1 || r->n_gpus > COLLOC_SCHED_MAX_GPUS)
-			return colloc_diag_set(diag, COLLOC_EUSAGE, "running job %llu has %d GPUs",
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "running job %llu has %d GPUs",
 					       (unsigned long long)r->job_id, r->n_gpus);
 		for (int i = 0; i < r->n_gpus; i++)
 			if (r->gpus[i] < 0 || r->gpus[i] >= st->n_gpus)
-				return colloc_diag_set(diag, COLLOC_EUSAGE,
-						       "running job %llu is on GPU %d, which does "
-						       "not exist",
-						       (unsigned long long)r->job_id, r->gpus[i]);
+				return colloc_diag_set(
+					diag, COLLOC_EUSAGE,
+					"running job %llu is on GPU %d, which does "
+					"not exist",
+					(unsigned long long)r->job_id, r->gpus[i]);
 	}
 	for (size_t k = 0; k < n_queue; k++)
 		if (queue[k].n_gpus < 1 || queue[k].n_gpus > COLLOC_SCHED_MAX_GPUS)
 			return colloc_diag_set(diag, COLLOC_EUSAGE,
 					       "job %llu asks for %d GPUs (1..%d)",
-					       (unsigned long long)queue[k].id, queue[k].n_gpus,
-					       COLLOC_SCHED_MAX_GPUS);
+					       (unsigned long long)queue[k].id,
+					       queue[k].n_gpus, COLLOC_SCHED_MAX_GPUS);
 	return 0;
 }
 
 int colloc_sched_decide(const struct colloc_sched_config *cfg,
-			const struct colloc_sched_state *st, const struct colloc_sched_job *queue,
-			size_t n_queue, struct colloc_sched_decision *out, size_t cap,
-			size_t *n_out, int *rr_cursor_out, struct colloc_diag *diag)
+			const struct colloc_sched_state *st,
+			const struct colloc_sched_job *queue, size_t n_queue,
+			struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+			int *rr_cursor_out, struct colloc_diag *diag)
 {
 	struct pass p;
 	struct qkey *order = NULL;

@@ -25,6 +25,7 @@
 #include "colloc/onnx.h"
 #include "colloc/shape.h"
 #include "colloc/zoo.h"
+#include "test_util.h"
 
 #define MAX_MODELS 128
 #define SAVED_TOLERANCE 0.02
@@ -36,28 +37,6 @@ struct est_case {
 };
 
 static cJSON *reference;
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long len;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len < (16 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)len + 1);
-		if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len) {
-			buf[len] = '\0';
-		} else {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
-}
 
 static uint64_t num(const cJSON *o, const char *key)
 {
@@ -231,7 +210,7 @@ int main(void)
 	int failed;
 
 	snprintf(path, sizeof(path), "%s/reference/memory_cpu.json", colloc_data_dir());
-	text = slurp(path);
+	text = test_slurp(path, 16 << 20);
 	reference = text ? cJSON_Parse(text) : NULL;
 	free(text);
 	if (!cJSON_IsObject(reference)) {

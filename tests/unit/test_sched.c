@@ -105,7 +105,8 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 		j->n_gpus = 1;
 	} else if (strcmp(kind, "start") == 0) {
 		struct colloc_sched_decision *d = &s->want[s->n_want++];
-		char *id = strtok_r(NULL, " \t\n", &save), *on = strtok_r(NULL, " \t\n", &save);
+		char *id = strtok_r(NULL, " \t\n", &save),
+		     *on = strtok_r(NULL, " \t\n", &save);
 		char *list = strtok_r(NULL, " \t\n", &save);
 
 		if (!id || !on || strcmp(on, "on") != 0 || !list)
@@ -201,23 +202,29 @@ static void run_scenario(void **state)
 	st.n_running = s.n_run;
 	st.now_ms = s.now_ms;
 	st.rr_cursor = s.cursor;
-	assert_int_equal(colloc_sched_decide(&s.cfg, &st, s.jobs, s.n_jobs, got, MAX_ITEMS, &n,
-					     NULL, &diag),
+	assert_int_equal(colloc_sched_decide(&s.cfg, &st, s.jobs, s.n_jobs, got,
+					     MAX_ITEMS, &n, NULL, &diag),
 			 0);
 	for (size_t k = 0; k < n || k < s.n_want; k++) {
 		if (k >= n)
-			fail_msg("%s: job %llu should start (decision %zu) but nothing did", name,
-				 (unsigned long long)s.want[k].job_id, k + 1);
+			fail_msg("%s: job %llu should start (decision %zu) but nothing "
+				 "did",
+				 name, (unsigned long long)s.want[k].job_id, k + 1);
 		if (k >= s.n_want)
-			fail_msg("%s: job %llu started on GPU %d, expected no more decisions", name,
-				 (unsigned long long)got[k].job_id, got[k].gpus[0]);
-		if (got[k].job_id != s.want[k].job_id || got[k].n_gpus != s.want[k].n_gpus ||
-		    memcmp(got[k].gpus, s.want[k].gpus, sizeof(int) * (size_t)got[k].n_gpus) != 0)
-			fail_msg("%s: decision %zu is job %llu on GPU %d (of %d), expected job %llu "
+			fail_msg("%s: job %llu started on GPU %d, expected no more "
+				 "decisions",
+				 name, (unsigned long long)got[k].job_id, got[k].gpus[0]);
+		if (got[k].job_id != s.want[k].job_id ||
+		    got[k].n_gpus != s.want[k].n_gpus ||
+		    memcmp(got[k].gpus, s.want[k].gpus,
+			   sizeof(int) * (size_t)got[k].n_gpus) != 0)
+			fail_msg("%s: decision %zu is job %llu on GPU %d (of %d), "
+				 "expected job %llu "
 				 "on GPU %d (of %d)",
-				 name, k + 1, (unsigned long long)got[k].job_id, got[k].gpus[0],
-				 got[k].n_gpus, (unsigned long long)s.want[k].job_id,
-				 s.want[k].gpus[0], s.want[k].n_gpus);
+				 name, k + 1, (unsigned long long)got[k].job_id,
+				 got[k].gpus[0], got[k].n_gpus,
+				 (unsigned long long)s.want[k].job_id, s.want[k].gpus[0],
+				 s.want[k].n_gpus);
 	}
 }
 
@@ -298,12 +305,15 @@ static void test_big_pass(void **state)
 		jobs[k].submit_ms = k;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(colloc_sched_decide(&cfg, &st, jobs, Q, d, Q, &n, NULL, &diag), 0);
+	assert_int_equal(colloc_sched_decide(&cfg, &st, jobs, Q, d, Q, &n, NULL, &diag),
+			 0);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-	print_message("sched: one pass, %d queued jobs on %d GPUs: %zu started in %.2f ms "
-		      "(target < 10 ms, release build)\n",
-		      Q, G, n, ms);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	     (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	print_message(
+		"sched: one pass, %d queued jobs on %d GPUs: %zu started in %.2f ms "
+		"(target < 10 ms, release build)\n",
+		Q, G, n, ms);
 	assert_true(n > 0);
 	for (size_t k = 0; k < n; k++) {
 		const struct colloc_sched_job *j = &jobs[d[k].job_id - 1];
@@ -313,7 +323,8 @@ static void test_big_pass(void **state)
 
 			assert_int_equal(gpus[g].node, gpus[d[k].gpus[0]].node);
 			committed[g] += j->mem_need_bytes;
-			assert_true(committed[g] + cfg.headroom_bytes <= gpus[g].mem_total_bytes);
+			assert_true(committed[g] + cfg.headroom_bytes <=
+				    gpus[g].mem_total_bytes);
 		}
 	}
 }
@@ -332,10 +343,12 @@ int main(int argc, char **argv)
 	DIR *d;
 	int failed;
 
-	snprintf(scn_dir, sizeof(scn_dir), "%s", argc > 1 ? argv[1] : COLLOC_SCHED_SCENARIOS);
+	snprintf(scn_dir, sizeof(scn_dir), "%s",
+		 argc > 1 ? argv[1] : COLLOC_SCHED_SCENARIOS);
 	d = opendir(scn_dir);
 	if (!d) {
-		fprintf(stderr, "test_sched: cannot open %s: %s\n", scn_dir, strerror(errno));
+		fprintf(stderr, "test_sched: cannot open %s: %s\n", scn_dir,
+			strerror(errno));
 		return 1;
 	}
 	while ((de = readdir(d)) != NULL && n < 128) {

@@ -23,31 +23,10 @@
 #include "colloc/onnx.h"
 #include "colloc/shape.h"
 #include "colloc/zoo.h"
+#include "test_util.h"
 
 #define MIN_ZOO_MODELS 25
 #define MAX_MODELS 256
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long len;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len < (8 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)len + 1);
-		if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len)
-			buf[len] = '\0';
-		else {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
-}
 
 static uint64_t json_u64(const cJSON *o, const char *key)
 {
@@ -90,7 +69,7 @@ static void check_model(void **state)
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/zoo/%s.json", colloc_data_dir(), name);
-	text = slurp(path);
+	text = test_slurp(path, 8 << 20);
 	assert_non_null(text);
 	facts = cJSON_Parse(text);
 	free(text);
