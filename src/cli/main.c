@@ -19,6 +19,7 @@ static const char usage[] =
 	"commands:\n"
 	"  inspect MODEL    per-layer shapes, parameters and FLOPs of a model\n"
 	"  estimate MODEL   peak GPU memory of training the model\n"
+	"  sim              replay a job trace on a simulated cluster, compare policies\n"
 	"\n"
 	"MODEL is an .onnx file or the name of a bundled zoo model\n"
 	"(`colloc inspect --list` lists them). Run `colloc COMMAND --help` for a\n"
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 		return cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(argv[1], "estimate") == 0)
 		return cmd_estimate(argc - 1, argv + 1);
+	if (strcmp(argv[1], "sim") == 0)
+		return cmd_sim(argc - 1, argv + 1);
 	cli_error("unknown command '%s' (see `colloc --help`)", argv[1]);
 	return CLI_USAGE;
 }

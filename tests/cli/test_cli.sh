@@ -64,5 +64,13 @@ expect estimate-bad-precision 2 "--precision: 'fp8'" "$colloc" estimate resnet18
 expect estimate-causal-lm 0 '"loss":"causal-lm"' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
 expect estimate-context 0 '"context_bytes":1048576' "$colloc" estimate resnet18 --batch 1 --context-bytes 1MiB --json
 
+printf 'id,submit_s,duration_s,gpus,model\n1,0,100,1,dqn\n2,0,100,1,dqn\n' >"$tmp/t.csv"
+expect sim-table 0 "ratios against exclusive" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster 1x1x40GiB
+expect sim-json 0 '"policy":"estimate-aware".*"jobs_lost":0' "$colloc" sim --trace "csv:$tmp/t.csv" --cluster 1x1x40GiB --json
+expect sim-bad-cluster 2 "NODESxGPUSxTYPE" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster big
+expect sim-bad-policy 2 "--policy: 'fifo'" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster 1x1x40GiB --policy fifo
+expect sim-missing 2 "--trace KIND:PATH and --cluster SPEC are required" "$colloc" sim --cluster 1x1x40GiB
+expect sim-bad-trace 1 "colloc: error:" "$colloc" sim --trace "csv:$tmp/nope.csv" --cluster 1x1x40GiB
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

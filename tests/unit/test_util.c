@@ -14,8 +14,8 @@ char *test_slurp(const char *path, size_t max_bytes)
 
 	if (!f)
 		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && (size_t)len <= max_bytes &&
-	    fseek(f, 0, SEEK_SET) == 0) {
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+	    (size_t)len <= max_bytes && fseek(f, 0, SEEK_SET) == 0) {
 		buf = malloc((size_t)len + 1);
 		if (buf && fread(buf, 1, (size_t)len, f) == (size_t)len) {
 			buf[len] = '\0';

@@ -1,0 +1,929 @@
+/*
+ * engine.c — the discrete-event simulator behind `colloc sim` (see
+ * colloc/sim.h and docs/simulator.md).
+ *
+ * Events: arrivals, ramp-ups (a job reaches its peak memory: the moment a
+ * simulated OOM can happen) and completions. Collocated jobs progress at a
+ * rate below 1; whenever a GPU's set of jobs changes, the remaining work of
+ * its jobs is brought up to date and their completion events are re-issued
+ * (stale events are recognised by a version number). After every batch of
+ * events at one instant, one scheduling pass of the scheduler core runs.
+ *
+ * Not here: trace parsing (trace*.c), placement rules (sched.c), the
+ * memory estimates (estimate/).
+ */
+#include "colloc/sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "colloc/estimate.h"
+#include "colloc/onnx.h"
+#include "colloc/shape.h"
+#include "colloc/units.h"
+#include "colloc/zoo.h"
+
+#define MAX_PER_GPU 32
+#define GiB ((uint64_t)1 << 30)
+
+/* --- cluster ------------------------------------------------------------ */
+
+/* Memory as NVML reports it; power: idle and board limit (vendor data
+ * sheets: A100 SXM4 400 W, H100 SXM5 700 W, H200 SXM 700 W, V100 SXM2
+ * 300 W, RTX 3060 170 W; idle draw as commonly measured, ~15% of max). */
+static const struct {
+	const char *name;
+	uint64_t mem;
+	double idle_w, max_w;
+	const char *platform;
+} gpu_types[] = {
+	{"A100-40GB", 42505273344ull, 55, 400, "a100-40gb-cu124-torch26"},
+	{"A100-80GB", 85899345920ull, 60, 400, "a100-40gb-cu124-torch26"},
+	{"H100-80GB", 85520809984ull, 90, 700, "h100-80gb-cu124-torch26"},
+	{"H200-141GB", 150754820096ull, 100, 700, "h200-141gb-cu124-torch26"},
+	{"V100-32GB", 34089730048ull, 40, 300, "a100-40gb-cu124-torch26"},
+	{"V100-16GB", 17179869184ull, 40, 300, "a100-40gb-cu124-torch26"},
+	{"RTX3060", 12622168064ull, 15, 170, "rtx3060-cu124-torch26"},
+};
+
+int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
+			     struct colloc_diag *diag)
+{
+	char type[64];
+	long nodes, gpus;
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	nodes = strtol(spec, &end, 10);
+	if (end == spec || *end != 'x' || nodes < 1 || nodes > 100000)
+		goto bad;
+	spec = end + 1;
+	gpus = strtol(spec, &end, 10);
+	if (end == spec || *end != 'x' || gpus < 1 || gpus > COLLOC_SCHED_MAX_GPUS)
+		goto bad;
+	snprintf(type, sizeof(type), "%s", end + 1);
+	out->n_nodes = (int)nodes;
+	out->gpus_per_node = (int)gpus;
+	for (size_t k = 0; k < sizeof(gpu_types) / sizeof(gpu_types[0]); k++)
+		if (strcasecmp(type, gpu_types[k].name) == 0) {
+			snprintf(out->gpu_type, sizeof(out->gpu_type), "%s", gpu_types[k].name);
+			out->gpu_mem_bytes = gpu_types[k].mem;
+			out->idle_power_w = gpu_types[k].idle_w;
+			out->max_power_w = gpu_types[k].max_w;
+			out->platform = gpu_types[k].platform;
+			return 0;
+		}
+	if (colloc_parse_size(type, &out->gpu_mem_bytes) == 0 && out->gpu_mem_bytes >= GiB) {
+		snprintf(out->gpu_type, sizeof(out->gpu_type), "%s GPU", type);
+		out->idle_power_w = 50;
+		out->max_power_w = 300;
+		out->platform = NULL; /* built-in default profile */
+		return 0;
+	}
+bad:
+	return colloc_diag_set(diag, COLLOC_EUSAGE,
+			       "cluster '%s': expected NODESxGPUSxTYPE, e.g. 16x8xA100-40GB or "
+			       "2x4x40GiB (types: A100-40GB, A100-80GB, H100-80GB, H200-141GB, "
+			       "V100-32GB, V100-16GB, RTX3060; at most %d GPUs per node)",
+			       spec, COLLOC_SCHED_MAX_GPUS);
+}
+
+void colloc_sim_opts_init(struct colloc_sim_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	colloc_sched_config_init(&o->sched);
+	o->seed = 1;
+	o->est_error = 0.05;
+	o->max_attempts = 3;
+	o->ramp_ms = 60 * 1000;
+	o->window = 256;
+	o->series_points = 200;
+}
+
+void colloc_sim_result_fini(struct colloc_sim_result *r)
+{
+	free(r->series_t_s);
+	free(r->series_util);
+	free(r->jct_s);
+	r->series_t_s = r->series_util = r->jct_s = NULL;
+}
+
+/* --- random numbers (deterministic across platforms) ---------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s)
+{
+	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double rng_normal(uint64_t *s)
+{
+	double u = rng_unit(s), v = rng_unit(s);
+
+	if (u < 1e-300)
+		u = 1e-300;
+	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* --- job identity ------------------------------------------------------- */
+
+/* Models the simulator knows. activity: the assumed fraction of the GPU a
+ * job keeps busy when alone (an assumption until the utilization predictor
+ * exists; docs/simulator.md). zoo NULL: no graph, fixed memory. */
+static const struct kind {
+	const char *name; /* trace name (lower case) */
+	const char *zoo;
+	int64_t batch;    /* default batch */
+	int64_t seq;      /* transformers: sequence length bound */
+	double activity;
+	uint64_t fixed_mem; /* no graph: memory in bytes */
+	int loss;
+} kinds[] = {
+	{"resnet18", "resnet18", 64, 0, 0.55, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"resnet50", "resnet50", 64, 0, 0.75, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"vgg16", "vgg16", 64, 0, 0.85, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"vgg19", "vgg16", 64, 0, 0.85, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"mobilenet_v2", "mobilenet_v2", 128, 0, 0.45, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"shufflenet_v2_x1_0", "shufflenet_v2_x1_0", 128, 0, 0.35, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"densenet121", "densenet121", 64, 0, 0.6, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"efficientnet_b0", "efficientnet_b0", 64, 0, 0.5, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"vit_b_16", "vit_b_16", 32, 0, 0.8, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"bert", "bert_base", 32, 128, 0.8, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"gpt2", "gpt2", 8, 128, 0.7, 0, COLLOC_LOSS_CAUSAL_LM},
+	{"transformer", "t5_small", 32, 64, 0.7, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"lm", "distilgpt2", 16, 64, 0.6, 0, COLLOC_LOSS_CAUSAL_LM},
+	{"dqn", NULL, 0, 0, 0.15, GiB + GiB / 2, 0},
+	{"a2c", NULL, 0, 0, 0.15, GiB + GiB / 2, 0},
+	{"a3c", NULL, 0, 0, 0.15, GiB + GiB / 2, 0},
+	{"recommendation", NULL, 0, 0, 0.3, 3 * GiB, 0},
+	{"cyclegan", NULL, 0, 0, 0.6, 5 * GiB, 0},
+};
+#define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+/* The mix drawn for traces without model names: the CNNs and transformers
+ * above with their default batch sizes, uniformly. */
+#define N_MIX 12
+
+/* Trace model name to a kind: exact or a word inside ("ResNet-18 (batch
+ * size 64)" -> resnet18). -1 when unknown. */
+static int kind_of(const char *model)
+{
+	char low[COLLOC_TRACE_MODEL_MAX];
+	size_t n = 0;
+
+	for (const char *p = model; *p && n + 1 < sizeof(low); p++)
+		if (*p != '-' && *p != ' ')
+			low[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	low[n] = '\0';
+	for (size_t k = 0; k < N_KINDS; k++)
+		if (strcmp(low, kinds[k].name) == 0)
+			return (int)k;
+	for (size_t k = 0; k < N_KINDS; k++) {
+		char kn[32];
+		size_t m = 0;
+
+		for (const char *p = kinds[k].name; *p && m + 1 < sizeof(kn); p++)
+			if (*p != '_')
+				kn[m++] = *p;
+		kn[m] = '\0';
+		if (strlen(kn) > 2 && strncmp(low, kn, strlen(kn)) == 0)
+			return (int)k;
+	}
+	return -1;
+}
+
+/* One (kind, batch) estimate, computed once per run. */
+struct est_cache {
+	int kind;
+	int64_t batch;
+	uint64_t need;
+};
+
+struct sim;
+
+static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
+			 struct colloc_diag *diag);
+
+/* --- runtime state -------------------------------------------------------- */
+
+enum { J_PENDING = 0, J_QUEUED, J_RUNNING, J_DONE, J_FAILED };
+
+struct job {
+	const struct colloc_trace_job *tj;
+	int kind;
+	int64_t batch;
+	int n_gpus;
+	int gpus[COLLOC_SCHED_MAX_GPUS];
+	uint64_t est, need, true_mem;
+	double act;
+	double work_ms;   /* alone-time left */
+	double full_ms;   /* alone-time of the whole job */
+	double rate;      /* progress per ms now */
+	int64_t last_ms;  /* when work_ms was last brought up to date */
+	int64_t start_ms, first_start_ms, end_ms;
+	int state, attempts, prio;
+	unsigned version; /* of its completion event */
+	bool exclusive, at_peak, shared, crashed;
+};
+
+struct gpu {
+	int jobs[MAX_PER_GPU];
+	int n;
+};
+
+struct event {
+	int64_t t;
+	int type; /* 0 ramp, 1 finish (same instant: ramps first) */
+	int job;
+	unsigned version;
+};
+
+struct sim {
+	const struct colloc_sim_cluster *c;
+	const struct colloc_sim_opts *o;
+	struct job *jobs;
+	size_t n_jobs;
+	struct gpu *gpus;
+	int n_gpus;
+	struct event *heap;
+	size_t n_heap, cap_heap;
+	int *queue; /* queued job indices */
+	size_t n_queue;
+	int *run;   /* running job indices */
+	size_t n_run;
+	double *hist_t, *hist_u; /* cluster activity after each instant */
+	size_t n_hist, cap_hist;
+	struct est_cache cache[128];
+	int n_cache;
+	struct colloc_platform plat;
+	uint64_t rng;
+	int rr;
+	/* accounting */
+	int64_t acc_ms;
+	double util_area, mem_area, energy;
+	size_t oom, passes;
+};
+
+static int heap_push(struct sim *s, struct event e)
+{
+	size_t i;
+
+	if (s->n_heap == s->cap_heap) {
+		size_t cap = s->cap_heap ? s->cap_heap * 2 : 1024;
+		struct event *h = realloc(s->heap, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		s->heap = h;
+		s->cap_heap = cap;
+	}
+	i = s->n_heap++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		const struct event *pe = &s->heap[p];
+
+		if (pe->t < e.t || (pe->t == e.t && (pe->type < e.type ||
+						     (pe->type == e.type && pe->job <= e.job))))
+			break;
+		s->heap[i] = *pe;
+		i = p;
+	}
+	s->heap[i] = e;
+	return 0;
+}
+
+static bool ev_less(const struct event *a, const struct event *b)
+{
+	if (a->t != b->t)
+		return a->t < b->t;
+	if (a->type != b->type)
+		return a->type < b->type;
+	return a->job < b->job;
+}
+
+static struct event heap_pop(struct sim *s)
+{
+	struct event top = s->heap[0], last = s->heap[--s->n_heap];
+	size_t i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct event *best = &last;
+
+		if (l < s->n_heap && ev_less(&s->heap[l], best))
+			m = l, best = &s->heap[l];
+		if (r < s->n_heap && ev_less(&s->heap[r], best))
+			m = r;
+		if (m == i)
+			break;
+		s->heap[i] = s->heap[m];
+		i = m;
+	}
+	if (s->n_heap)
+		s->heap[i] = last;
+	return top;
+}
+
+/* Relative speed of job j given its GPUs' other jobs: a contention model
+ * 1 / (1 + a_j * sum of the others' activity) (docs/simulator.md), the
+ * slowest of its GPUs setting the pace. */
+static double speed_of(const struct sim *s, int j)
+{
+	const struct job *jb = &s->jobs[j];
+	double worst = 1.0;
+
+	for (int i = 0; i < jb->n_gpus; i++) {
+		const struct gpu *g = &s->gpus[jb->gpus[i]];
+		double others = 0, sp;
+
+		for (int k = 0; k < g->n; k++)
+			if (g->jobs[k] != j)
+				others += s->jobs[g->jobs[k]].act;
+		sp = 1.0 / (1.0 + jb->act * others);
+		if (sp < worst)
+			worst = sp;
+	}
+	return worst;
+}
+
+/* Bring every job on GPU g up to date and re-issue its completion. */
+static int retime_gpu(struct sim *s, int g, int64_t now)
+{
+	for (int k = 0; k < s->gpus[g].n; k++) {
+		struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
+		double left;
+
+		jb->work_ms -= (double)(now - jb->last_ms) * jb->rate;
+		if (jb->work_ms < 0)
+			jb->work_ms = 0;
+		jb->last_ms = now;
+		jb->rate = speed_of(s, s->gpus[g].jobs[k]);
+		left = jb->work_ms / jb->rate;
+		jb->version++;
+		if (heap_push(s, (struct event){now + (int64_t)ceil(left), 1, s->gpus[g].jobs[k],
+						jb->version}))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int record(struct sim *s, int64_t now)
+{
+	double a = 0;
+
+	if (s->n_hist == s->cap_hist) {
+		size_t cap = s->cap_hist ? s->cap_hist * 2 : 4096;
+		double *t = realloc(s->hist_t, cap * sizeof(*t));
+		double *u;
+
+		if (!t)
+			return -ENOMEM;
+		s->hist_t = t;
+		u = realloc(s->hist_u, cap * sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		s->hist_u = u;
+		s->cap_hist = cap;
+	}
+	for (size_t k = 0; k < s->n_run; k++) {
+		const struct job *jb = &s->jobs[s->run[k]];
+
+		a += jb->act * jb->rate * jb->n_gpus;
+	}
+	s->hist_t[s->n_hist] = (double)now / 1000.0;
+	s->hist_u[s->n_hist] = s->n_gpus ? a / s->n_gpus : 0;
+	if (s->hist_u[s->n_hist] > 1)
+		s->hist_u[s->n_hist] = 1;
+	s->n_hist++;
+	return 0;
+}
+
+static void account(struct sim *s, int64_t now)
+{
+	double dt = (double)(now - s->acc_ms);
+
+	if (dt <= 0)
+		return;
+	for (int g = 0; g < s->n_gpus; g++) {
+		double a = 0, m = 0;
+
+		for (int k = 0; k < s->gpus[g].n; k++) {
+			const struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
+
+			a += jb->act * jb->rate;
+			m += (double)(jb->at_peak ? jb->true_mem : jb->true_mem / 10);
+		}
+		if (a > 1)
+			a = 1;
+		s->util_area += a * dt;
+		s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
+		s->energy += (s->c->idle_power_w + (s->c->max_power_w - s->c->idle_power_w) * a) *
+			     dt / 1000.0;
+	}
+	s->acc_ms = now;
+}
+
+static void gpu_remove(struct sim *s, int g, int j)
+{
+	struct gpu *gp = &s->gpus[g];
+
+	for (int k = 0; k < gp->n; k++)
+		if (gp->jobs[k] == j) {
+			gp->jobs[k] = gp->jobs[--gp->n];
+			return;
+		}
+}
+
+/* Queue order is kept by the scheduler; the queue is a plain list. */
+static int enqueue(struct sim *s, int j)
+{
+	s->jobs[j].state = J_QUEUED;
+	s->queue[s->n_queue++] = j;
+	return 0;
+}
+
+static void dequeue(struct sim *s, int j)
+{
+	for (size_t k = 0; k < s->n_queue; k++)
+		if (s->queue[k] == j) {
+			memmove(s->queue + k, s->queue + k + 1, (s->n_queue - k - 1) * sizeof(int));
+			s->n_queue--;
+			return;
+		}
+}
+
+static int stop_job(struct sim *s, int j, int64_t now)
+{
+	struct job *jb = &s->jobs[j];
+	int rc;
+
+	for (int i = 0; i < jb->n_gpus; i++)
+		gpu_remove(s, jb->gpus[i], j);
+	for (size_t k = 0; k < s->n_run; k++)
+		if (s->run[k] == j) {
+			s->run[k] = s->run[--s->n_run];
+			break;
+		}
+	jb->version++; /* cancels its completion event */
+	for (int i = 0; i < jb->n_gpus; i++)
+		if ((rc = retime_gpu(s, jb->gpus[i], now)))
+			return rc;
+	return 0;
+}
+
+static int on_ramp(struct sim *s, int j, int64_t now)
+{
+	struct job *jb = &s->jobs[j];
+	bool oom = false;
+
+	/* The job now holds its true peak: does every GPU still fit? The job
+	 * allocating last is the one that fails, as in PyTorch. */
+	for (int i = 0; i < jb->n_gpus; i++) {
+		const struct gpu *g = &s->gpus[jb->gpus[i]];
+		uint64_t used = 0;
+
+		for (int k = 0; k < g->n; k++) {
+			const struct job *o = &s->jobs[g->jobs[k]];
+
+			used += g->jobs[k] == j || o->at_peak ? o->true_mem : o->true_mem / 10;
+		}
+		if (used > s->c->gpu_mem_bytes)
+			oom = true;
+	}
+	if (!oom) {
+		jb->at_peak = true;
+		return 0;
+	}
+	s->oom++;
+	jb->crashed = true;
+	jb->attempts++;
+	{
+		int rc = stop_job(s, j, now);
+
+		if (rc)
+			return rc;
+	}
+	/* Recovery: the measured peak is its true memory; ask for more than
+	 * both it and the old need, ahead of new work, alone after too many
+	 * attempts; fail when no GPU is large enough. */
+	jb->need = (uint64_t)((double)(jb->true_mem > jb->need ? jb->true_mem : jb->need) * 1.05);
+	jb->prio += 1000;
+	jb->work_ms = jb->full_ms; /* no checkpoint: it starts over */
+	if (jb->attempts >= s->o->max_attempts)
+		jb->exclusive = true;
+	if (jb->need + s->o->sched.headroom_bytes > s->c->gpu_mem_bytes ||
+	    jb->attempts > s->o->max_attempts + 1) {
+		jb->state = J_FAILED;
+		jb->end_ms = now;
+		return 0;
+	}
+	return enqueue(s, j);
+}
+
+static int on_finish(struct sim *s, int j, int64_t now)
+{
+	struct job *jb = &s->jobs[j];
+	int rc = stop_job(s, j, now);
+
+	jb->state = J_DONE;
+	jb->end_ms = now;
+	return rc;
+}
+
+static int cmp_job(const void *a, const void *b)
+{
+	const struct colloc_sched_job *x = a, *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->submit_ms != y->submit_ms)
+		return x->submit_ms < y->submit_ms ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int schedule(struct sim *s, int64_t now)
+{
+	struct colloc_sched_gpu *gs = calloc((size_t)s->n_gpus, sizeof(*gs));
+	struct colloc_sched_running *rs = NULL;
+	struct colloc_sched_job *qs = NULL;
+	struct colloc_sched_decision *ds = NULL;
+	struct colloc_sched_state st;
+	struct colloc_diag diag = {{0}};
+	size_t n_run = 0, n_q = s->n_queue, n_dec = 0;
+	int rc = -ENOMEM;
+
+	if (n_q == 0) {
+		free(gs);
+		return 0;
+	}
+	rs = calloc(s->n_run + 1, sizeof(*rs));
+	qs = calloc(n_q, sizeof(*qs));
+	ds = calloc(n_q, sizeof(*ds));
+	if (!gs || !rs || !qs || !ds)
+		goto out;
+	for (int g = 0; g < s->n_gpus; g++) {
+		gs[g].node = g / s->c->gpus_per_node;
+		gs[g].mem_total_bytes = s->c->gpu_mem_bytes;
+		gs[g].usable = true;
+		for (int k = 0; k < s->gpus[g].n; k++) {
+			const struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
+
+			gs[g].mem_used_bytes += jb->at_peak ? jb->true_mem : jb->true_mem / 10;
+			gs[g].util += jb->act * jb->rate;
+		}
+		if (gs[g].util > 1)
+			gs[g].util = 1;
+	}
+	for (size_t k = 0; k < s->n_run; k++) {
+		int j = s->run[k];
+		const struct job *jb = &s->jobs[j];
+		struct colloc_sched_running *r = &rs[n_run++];
+
+		r->job_id = (uint64_t)j;
+		r->n_gpus = jb->n_gpus;
+		memcpy(r->gpus, jb->gpus, sizeof(r->gpus));
+		r->mem_need_bytes = jb->need;
+		r->mem_used_bytes = jb->at_peak ? jb->true_mem : jb->true_mem / 10;
+		r->at_peak = jb->at_peak;
+		r->util_pred = jb->act;
+		r->exclusive = jb->exclusive;
+	}
+	for (size_t k = 0; k < n_q; k++) {
+		const struct job *jb = &s->jobs[s->queue[k]];
+
+		qs[k].id = (uint64_t)s->queue[k];
+		qs[k].priority = jb->prio;
+		qs[k].submit_ms = jb->tj->submit_ms;
+	}
+	/* The scheduler looks at the first `window` jobs in queue order. */
+	qsort(qs, n_q, sizeof(*qs), cmp_job);
+	if (s->o->window > 0 && n_q > (size_t)s->o->window)
+		n_q = (size_t)s->o->window;
+	for (size_t k = 0; k < n_q; k++) {
+		const struct job *jb = &s->jobs[qs[k].id];
+
+		qs[k].n_gpus = jb->n_gpus;
+		qs[k].mem_need_bytes = jb->need;
+		qs[k].util_pred = jb->act;
+		qs[k].priority = jb->prio;
+		qs[k].submit_ms = jb->tj->submit_ms;
+		qs[k].exclusive = jb->exclusive;
+	}
+	st.gpus = gs;
+	st.n_gpus = s->n_gpus;
+	st.running = rs;
+	st.n_running = n_run;
+	st.now_ms = now;
+	st.rr_cursor = s->rr;
+	rc = colloc_sched_decide(&s->o->sched, &st, qs, n_q, ds, n_q, &n_dec, &s->rr, &diag);
+	if (rc)
+		goto out;
+	s->passes++;
+	for (size_t k = 0; k < n_dec; k++) {
+		int j = (int)ds[k].job_id;
+		struct job *jb = &s->jobs[j];
+
+		dequeue(s, j);
+		s->run[s->n_run++] = j;
+		jb->state = J_RUNNING;
+		jb->at_peak = false;
+		jb->start_ms = now;
+		if (jb->first_start_ms < 0)
+			jb->first_start_ms = now;
+		jb->last_ms = now;
+		jb->rate = 1;
+		memcpy(jb->gpus, ds[k].gpus, sizeof(jb->gpus));
+		for (int i = 0; i < jb->n_gpus; i++) {
+			struct gpu *g = &s->gpus[jb->gpus[i]];
+
+			if (g->n == MAX_PER_GPU) {
+				rc = COLLOC_ELIMIT;
+				goto out;
+			}
+			g->jobs[g->n++] = j;
+			if (g->n > 1)
+				for (int q = 0; q < g->n; q++)
+					s->jobs[g->jobs[q]].shared = true;
+		}
+		if ((rc = heap_push(s, (struct event){now + s->o->ramp_ms, 0, j, 0})))
+			goto out;
+		for (int i = 0; i < jb->n_gpus; i++)
+			if ((rc = retime_gpu(s, jb->gpus[i], now)))
+				goto out;
+	}
+	rc = 0;
+out:
+	free(gs);
+	free(rs);
+	free(qs);
+	free(ds);
+	return rc;
+}
+
+static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
+			 struct colloc_diag *diag)
+{
+	const struct kind *k = &kinds[kind];
+	struct colloc_graph *g = NULL;
+	struct colloc_estimate_opts eo;
+	struct colloc_estimate e;
+	struct colloc_binding seq = {"seq", k->seq};
+	struct colloc_binding dims[2] = {{"seq", k->seq}, {"dec_seq", k->seq}};
+	struct colloc_bind_opts bo = {batch, NULL, 0};
+	char path[4096];
+	int rc;
+
+	if (!k->zoo) {
+		*need = k->fixed_mem;
+		return 0;
+	}
+	for (int c = 0; c < s->n_cache; c++)
+		if (s->cache[c].kind == kind && s->cache[c].batch == batch) {
+			*need = s->cache[c].need;
+			return 0;
+		}
+	snprintf(path, sizeof(path), "%s/zoo/%s.onnx", colloc_data_dir(), k->zoo);
+	if ((rc = colloc_onnx_load_file(path, NULL, &g, diag)))
+		return rc;
+	if (k->seq) {
+		bo.dims = strcmp(k->zoo, "t5_small") == 0 ? dims : &seq;
+		bo.n_dims = strcmp(k->zoo, "t5_small") == 0 ? 2 : 1;
+	}
+	colloc_estimate_opts_init(&eo);
+	eo.loss = k->loss;
+	eo.platform = &s->plat;
+	rc = colloc_graph_infer(g, &bo, diag);
+	if (!rc)
+		rc = colloc_estimate_run(g, &eo, &e, diag);
+	colloc_graph_destroy(g);
+	if (rc)
+		return colloc_diag_prefix(diag, rc, "estimating %s at batch %lld", k->zoo,
+					  (long long)batch);
+	*need = e.peak_device_bytes;
+	if (s->n_cache < (int)(sizeof(s->cache) / sizeof(s->cache[0])))
+		s->cache[s->n_cache++] = (struct est_cache){kind, batch, *need};
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, size_t n, double q)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	i = (size_t)ceil(q * (double)n) - (q > 0 ? 1 : 0);
+	return sorted[i < n ? i : n - 1];
+}
+
+int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_cluster *c,
+		   const struct colloc_sim_opts *o, struct colloc_sim_result *out,
+		   struct colloc_diag *diag)
+{
+	struct sim s;
+	struct timespec t0, t1;
+	size_t next_arrival = 0, done = 0;
+	double *waits = NULL;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	out->policy = o->sched.policy;
+	s.c = c;
+	s.o = o;
+	s.rng = o->seed;
+	s.n_jobs = trace->n_jobs;
+	s.n_gpus = c->n_nodes * c->gpus_per_node;
+	if (c->platform) {
+		if ((rc = colloc_platform_load(c->platform, &s.plat, diag)))
+			return rc;
+	} else {
+		colloc_platform_default(&s.plat);
+	}
+	s.jobs = calloc(s.n_jobs + 1, sizeof(*s.jobs));
+	s.gpus = calloc((size_t)s.n_gpus, sizeof(*s.gpus));
+	s.queue = calloc(s.n_jobs + 1, sizeof(*s.queue));
+	s.run = calloc(s.n_jobs + 1, sizeof(*s.run));
+	out->jct_s = calloc(s.n_jobs + 1, sizeof(double));
+	waits = calloc(s.n_jobs + 1, sizeof(double));
+	out->series_t_s = calloc((size_t)o->series_points + 1, sizeof(double));
+	out->series_util = calloc((size_t)o->series_points + 1, sizeof(double));
+	if (!s.jobs || !s.gpus || !s.queue || !s.run || !out->jct_s || !waits || !out->series_t_s ||
+	    !out->series_util) {
+		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Identities, estimates and true memory, drawn in trace order so the
+	 * same seed gives the same cluster whatever the policy. */
+	for (size_t j = 0; j < s.n_jobs; j++) {
+		struct job *jb = &s.jobs[j];
+		const struct colloc_trace_job *tj = &trace->jobs[j];
+		double e;
+
+		jb->tj = tj;
+		jb->kind = tj->model[0] ? kind_of(tj->model) : -1;
+		if (jb->kind < 0)
+			jb->kind = (int)(rng_next(&s.rng) % N_MIX);
+		jb->batch = tj->batch > 0 && kinds[jb->kind].zoo ? tj->batch : kinds[jb->kind].batch;
+		if ((rc = estimate_kind(&s, jb->kind, jb->batch, &jb->est, diag)))
+			goto out;
+		e = rng_normal(&s.rng) * o->est_error;
+		if (e < -0.5)
+			e = -0.5;
+		jb->true_mem = (uint64_t)((double)jb->est * (1.0 + e));
+		jb->need = jb->est;
+		jb->act = kinds[jb->kind].activity;
+		jb->n_gpus = tj->n_gpus > c->gpus_per_node ? c->gpus_per_node : tj->n_gpus;
+		/* A job wider than a node runs on one node for proportionally
+		 * longer (same GPU time). */
+		jb->work_ms = (double)tj->duration_ms * tj->n_gpus / jb->n_gpus;
+		jb->full_ms = jb->work_ms;
+		jb->prio = tj->priority;
+		jb->first_start_ms = -1;
+		jb->rate = 1;
+	}
+
+	while (done < s.n_jobs) {
+		int64_t now;
+
+		if (next_arrival >= s.n_jobs && s.n_heap == 0) {
+			/* Nothing can happen any more: jobs left queued can
+			 * never start (too big for any GPU). */
+			for (size_t k = 0; k < s.n_queue; k++) {
+				s.jobs[s.queue[k]].state = J_FAILED;
+				done++;
+			}
+			s.n_queue = 0;
+			break;
+		}
+		now = next_arrival < s.n_jobs ? trace->jobs[next_arrival].submit_ms : INT64_MAX;
+		if (s.n_heap && s.heap[0].t < now)
+			now = s.heap[0].t;
+		account(&s, now);
+		while (next_arrival < s.n_jobs && trace->jobs[next_arrival].submit_ms == now) {
+			struct job *jb = &s.jobs[next_arrival];
+
+			if (jb->need + o->sched.headroom_bytes > c->gpu_mem_bytes) {
+				jb->state = J_FAILED; /* larger than any GPU */
+				done++;
+			} else if ((rc = enqueue(&s, (int)next_arrival))) {
+				goto out;
+			}
+			next_arrival++;
+		}
+		while (s.n_heap && s.heap[0].t == now) {
+			struct event e = heap_pop(&s);
+			struct job *jb = &s.jobs[e.job];
+
+			if (jb->state != J_RUNNING)
+				continue;
+			if (e.type == 0 && !jb->at_peak && jb->start_ms + o->ramp_ms == now) {
+				rc = on_ramp(&s, e.job, now);
+				if (jb->state == J_FAILED)
+					done++;
+			} else if (e.type == 1 && e.version == jb->version) {
+				rc = on_finish(&s, e.job, now);
+				done++;
+			}
+			if (rc)
+				goto out;
+		}
+		if ((rc = schedule(&s, now)) || (rc = record(&s, now)))
+			goto out;
+	}
+
+	/* Metrics. */
+	{
+		int64_t first = s.n_jobs ? trace->jobs[0].submit_ms : 0, last = first;
+		size_t n = 0, nw = 0;
+		double sum = 0, sumw = 0;
+
+		for (size_t j = 0; j < s.n_jobs; j++) {
+			const struct job *jb = &s.jobs[j];
+
+			if (jb->state == J_DONE) {
+				if (jb->end_ms > last)
+					last = jb->end_ms;
+				out->jct_s[n] = (double)(jb->end_ms - jb->tj->submit_ms) / 1000.0;
+				sum += out->jct_s[n++];
+				waits[nw] = (double)(jb->first_start_ms - jb->tj->submit_ms) / 1000.0;
+				sumw += waits[nw++];
+				out->finished++;
+				if (jb->crashed)
+					out->recoveries++;
+			} else if (jb->state == J_FAILED) {
+				out->failed++;
+			} else {
+				out->jobs_lost++;
+			}
+			if (jb->shared)
+				out->shared_jobs++;
+		}
+		qsort(out->jct_s, n, sizeof(double), cmp_double);
+		qsort(waits, nw, sizeof(double), cmp_double);
+		out->jobs = s.n_jobs;
+		out->makespan_s = (double)(last - first) / 1000.0;
+		out->mean_jct_s = n ? sum / (double)n : 0;
+		out->median_jct_s = pct(out->jct_s, n, 0.5);
+		out->p99_jct_s = pct(out->jct_s, n, 0.99);
+		out->mean_wait_s = nw ? sumw / (double)nw : 0;
+		out->median_wait_s = pct(waits, nw, 0.5);
+		out->p99_wait_s = pct(waits, nw, 0.99);
+		if (last > first && s.n_gpus) {
+			out->gpu_util = s.util_area / ((double)(last - first) * s.n_gpus);
+			out->mem_util = s.mem_area / ((double)(last - first) * s.n_gpus);
+		}
+		out->energy_j = s.energy;
+		/* Utilization over time: the step function sampled evenly. */
+		if (o->series_points > 0 && s.n_hist > 0) {
+			size_t h = 0;
+
+			for (int k = 0; k <= o->series_points; k++) {
+				double t = (double)first / 1000.0 +
+					   out->makespan_s * k / o->series_points;
+
+				while (h + 1 < s.n_hist && s.hist_t[h + 1] <= t)
+					h++;
+				out->series_t_s[k] = t - (double)first / 1000.0;
+				out->series_util[k] = s.hist_u[h];
+			}
+			out->n_series = (size_t)o->series_points + 1;
+		}
+		out->oom_crashes = s.oom;
+		out->passes = s.passes;
+	}
+out:
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	out->sim_wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	free(s.jobs);
+	free(s.gpus);
+	free(s.heap);
+	free(s.queue);
+	free(s.run);
+	free(s.hist_t);
+	free(s.hist_u);
+	free(waits);
+	if (rc)
+		colloc_sim_result_fini(out);
+	return rc;
+}

@@ -1,0 +1,178 @@
+/*
+ * test_sim.c — the simulator on traces small enough to work out by hand,
+ * plus determinism and "no job is ever lost" on a random trace with wrong
+ * estimates (so that OOM crashes and recoveries happen).
+ *
+ * The hand-worked cases use the `dqn` job kind (no graph: 1.5 GiB, activity
+ * 0.15, docs/simulator.md) so they need no model zoo and the arithmetic is
+ * short: two such jobs on one GPU each run at 1 / (1 + 0.15 x 0.15).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "colloc/sim.h"
+
+static struct colloc_trace *parse(const char *text)
+{
+	struct colloc_trace *t = NULL;
+	struct colloc_diag diag = {{0}};
+
+	if (colloc_trace_parse("csv", "test.csv", text, strlen(text), NULL, &t, &diag))
+		fail_msg("%s", diag.msg);
+	return t;
+}
+
+static void run(const struct colloc_trace *t, const char *cluster, int policy,
+		struct colloc_sim_result *r)
+{
+	struct colloc_sim_cluster c;
+	struct colloc_sim_opts o;
+	struct colloc_diag diag = {{0}};
+
+	assert_int_equal(colloc_sim_cluster_parse(cluster, &c, &diag), 0);
+	colloc_sim_opts_init(&o);
+	o.sched.policy = policy;
+	o.est_error = 0;
+	if (colloc_sim_run(t, &c, &o, r, &diag))
+		fail_msg("%s", diag.msg);
+}
+
+static const char two_jobs[] = "id,submit_s,duration_s,gpus,model\n"
+			       "1,0,100,1,dqn\n"
+			       "2,0,100,1,dqn\n";
+
+static void test_exclusive_serialises(void **state)
+{
+	struct colloc_trace *t = parse(two_jobs);
+	struct colloc_sim_result r;
+
+	(void)state;
+	run(t, "1x1x40GiB", COLLOC_POLICY_EXCLUSIVE, &r);
+	/* one after the other: JCTs 100 s and 200 s, waits 0 and 100 s */
+	assert_int_equal(r.finished, 2);
+	assert_true(fabs(r.makespan_s - 200) < 1e-6);
+	assert_true(fabs(r.mean_jct_s - 150) < 1e-6);
+	assert_true(fabs(r.mean_wait_s - 50) < 1e-6);
+	assert_int_equal(r.shared_jobs, 0);
+	assert_int_equal(r.jobs_lost, 0);
+	/* one GPU busy at activity 0.15 the whole time */
+	assert_true(fabs(r.gpu_util - 0.15) < 1e-6);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+}
+
+static void test_sharing_slows_each(void **state)
+{
+	struct colloc_trace *t = parse(two_jobs);
+	struct colloc_sim_result r;
+	double speed = 1.0 / (1.0 + 0.15 * 0.15);
+
+	(void)state;
+	run(t, "1x1x40GiB", COLLOC_POLICY_ESTIMATE_AWARE, &r);
+	/* both start at 0 and share the GPU: each finishes at 100 s / speed
+	 * (rounded up to the millisecond) */
+	assert_int_equal(r.finished, 2);
+	assert_int_equal(r.shared_jobs, 2);
+	assert_true(fabs(r.makespan_s - ceil(100000 / speed) / 1000) < 1e-6);
+	assert_true(fabs(r.mean_wait_s) < 1e-9);
+	assert_true(r.makespan_s < 200);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+}
+
+static void test_too_big_fails_not_lost(void **state)
+{
+	/* a 1.5 GiB job on a 1 GiB GPU can never start: failed, not lost */
+	struct colloc_trace *t = parse(two_jobs);
+	struct colloc_sim_result r;
+
+	(void)state;
+	run(t, "1x1x1GiB", COLLOC_POLICY_ESTIMATE_AWARE, &r);
+	assert_int_equal(r.failed, 2);
+	assert_int_equal(r.jobs_lost, 0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+}
+
+static void test_cluster_specs(void **state)
+{
+	struct colloc_sim_cluster c;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	assert_int_equal(colloc_sim_cluster_parse("16x8xA100-40GB", &c, &diag), 0);
+	assert_int_equal(c.n_nodes, 16);
+	assert_int_equal(c.gpus_per_node, 8);
+	assert_int_equal(c.gpu_mem_bytes, 42505273344ull);
+	assert_int_equal(colloc_sim_cluster_parse("2x4x24GiB", &c, &diag), 0);
+	assert_int_equal(c.gpu_mem_bytes, 24ull << 30);
+	assert_int_equal(colloc_sim_cluster_parse("2x4", &c, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "NODESxGPUSxTYPE"));
+	assert_int_equal(colloc_sim_cluster_parse("0x4xA100-40GB", &c, &diag), COLLOC_EUSAGE);
+	assert_int_equal(colloc_sim_cluster_parse("1x99xA100-40GB", &c, &diag), COLLOC_EUSAGE);
+}
+
+/* 200 jobs of no-graph kinds with 30% estimate error on 2 small GPUs:
+ * crashes happen, every job still ends exactly once, and the same seed
+ * gives the same numbers. */
+static void test_no_job_lost_and_deterministic(void **state)
+{
+	static char text[64 * 1024];
+	static const char *const kinds[] = {"dqn", "a2c", "recommendation", "cyclegan"};
+	size_t off = 0;
+	struct colloc_trace *t;
+	struct colloc_sim_cluster c;
+	struct colloc_sim_opts o;
+	struct colloc_sim_result a, b;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	off += (size_t)snprintf(text + off, sizeof(text) - off,
+				"id,submit_s,duration_s,gpus,model\n");
+	for (int k = 0; k < 200; k++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%d,%d,%d,%d,%s\n", k,
+					k * 7 % 500, 60 + (k * 37) % 900, 1 + (k % 9 == 0),
+					kinds[k % 4]);
+	t = parse(text);
+	assert_int_equal(colloc_sim_cluster_parse("1x2x12GiB", &c, &diag), 0);
+	colloc_sim_opts_init(&o);
+	o.est_error = 0.3;
+	o.sched.headroom_bytes = 0;
+	o.sched.util_bound = 4;
+	for (int p = 0; p < COLLOC_POLICY_COUNT_; p++) {
+		o.sched.policy = p;
+		assert_int_equal(colloc_sim_run(t, &c, &o, &a, &diag), 0);
+		assert_int_equal(colloc_sim_run(t, &c, &o, &b, &diag), 0);
+		assert_int_equal(a.jobs_lost, 0);
+		assert_int_equal(a.finished + a.failed, 200);
+		assert_true(a.recoveries <= a.oom_crashes);
+		assert_true(a.makespan_s == b.makespan_s && a.mean_jct_s == b.mean_jct_s &&
+			    a.gpu_util == b.gpu_util && a.oom_crashes == b.oom_crashes &&
+			    a.energy_j == b.energy_j);
+		if (p == COLLOC_POLICY_ESTIMATE_AWARE)
+			assert_true(a.oom_crashes > 0); /* 30% errors on packed GPUs */
+		colloc_sim_result_fini(&a);
+		colloc_sim_result_fini(&b);
+	}
+	colloc_trace_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exclusive_serialises),
+		cmocka_unit_test(test_sharing_slows_each),
+		cmocka_unit_test(test_too_big_fails_not_lost),
+		cmocka_unit_test(test_cluster_specs),
+		cmocka_unit_test(test_no_job_lost_and_deterministic),
+	};
+
+	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}
