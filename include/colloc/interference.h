@@ -74,7 +74,8 @@ struct colloc_interference_report {
  * code with diag set: -errno / COLLOC_ENOTFOUND when the file cannot be
  * read, COLLOC_ELIMIT, COLLOC_EFORMAT; *out is untouched on failure.
  */
-int colloc_interference_load_gavel(const char *json_path, struct colloc_interference **out,
+int colloc_interference_load_gavel(const char *json_path,
+				   struct colloc_interference **out,
 				   struct colloc_diag *diag);
 
 /*
@@ -143,7 +144,8 @@ void colloc_interference_params(const struct colloc_interference *m, double para
  */
 double colloc_interference_speed(const struct colloc_interference *m, int w,
 				 const struct colloc_interference_job *a,
-				 const struct colloc_interference_job *others, int n_others);
+				 const struct colloc_interference_job *others,
+				 int n_others);
 
 /* The model formula alone: 1 / (1 + params[0] * act_a^params[1] *
  * sum_i act_others[i]^params[2]), activities clamped to [0, 1]. */

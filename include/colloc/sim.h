@@ -33,11 +33,11 @@
 struct colloc_sim_cluster {
 	int n_nodes;
 	int gpus_per_node;
-	char gpu_type[32];       /* "A100-40GB" */
+	char gpu_type[32]; /* "A100-40GB" */
 	uint64_t gpu_mem_bytes;
-	double idle_power_w;     /* power model: idle + (max - idle) x activity */
+	double idle_power_w; /* power model: idle + (max - idle) x activity */
 	double max_power_w;
-	const char *platform;    /* estimator profile for this GPU type */
+	const char *platform; /* estimator profile for this GPU type */
 };
 
 /*
@@ -51,11 +51,11 @@ int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 struct colloc_sim_opts {
 	struct colloc_sched_config sched; /* policy, headroom, backfill ... */
 	uint64_t seed;
-	double est_error;     /* sigma of the true/estimate ratio (default 0.05) */
-	int max_attempts;     /* OOM retries before running alone (default 3) */
-	int64_t ramp_ms;      /* a job reaches its peak this long after start */
-	int window;           /* queued jobs the scheduler looks at per pass */
-	int series_points;    /* samples of the utilization time series */
+	double est_error; /* sigma of the true/estimate ratio (default 0.05) */
+	int max_attempts; /* OOM retries before running alone (default 3) */
+	int64_t ramp_ms; /* a job reaches its peak this long after start */
+	int window; /* queued jobs the scheduler looks at per pass */
+	int series_points; /* samples of the utilization time series */
 };
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o);
@@ -66,14 +66,14 @@ struct colloc_sim_result {
 	double makespan_s;
 	double mean_jct_s, median_jct_s, p99_jct_s;
 	double mean_wait_s, median_wait_s, p99_wait_s;
-	double gpu_util;  /* time-weighted mean activity over all GPUs, 0..1 */
-	double mem_util;  /* time-weighted mean memory in use / capacity */
+	double gpu_util; /* time-weighted mean activity over all GPUs, 0..1 */
+	double mem_util; /* time-weighted mean memory in use / capacity */
 	double energy_j;
-	size_t shared_jobs;  /* jobs that ever shared a GPU */
+	size_t shared_jobs; /* jobs that ever shared a GPU */
 	size_t oom_crashes;
-	size_t recoveries;   /* jobs that crashed and later finished */
-	size_t jobs_lost;    /* neither finished nor failed: must be 0 */
-	size_t passes;       /* scheduling passes */
+	size_t recoveries; /* jobs that crashed and later finished */
+	size_t jobs_lost; /* neither finished nor failed: must be 0 */
+	size_t passes; /* scheduling passes */
 	double sim_wall_s;
 	/* utilization over time: t_s[k], util[k] for k < n_series */
 	size_t n_series;

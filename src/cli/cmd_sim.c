@@ -15,20 +15,24 @@
 #define MAX_POLICIES COLLOC_POLICY_COUNT_
 
 static const char sim_usage[] =
-	"usage: colloc sim --trace KIND:PATH --cluster SPEC [--policy P[,P...]] [options]\n"
+	"usage: colloc sim --trace KIND:PATH --cluster SPEC [--policy P[,P...]] "
+	"[options]\n"
 	"\n"
 	"Replay a job trace on a simulated GPU cluster with the scheduler core collocd\n"
 	"runs, and compare placement policies side by side (ratios against exclusive).\n"
 	"\n"
-	"  --trace KIND:PATH   KIND: alibaba2023, philly, gavel or csv (docs/trace-format.md)\n"
+	"  --trace KIND:PATH   KIND: alibaba2023, philly, gavel or csv "
+	"(docs/trace-format.md)\n"
 	"  --cluster SPEC      NODESxGPUSxTYPE, e.g. 16x8xA100-40GB, or 4x8x40GiB\n"
-	"  --policy LIST       exclusive, round-robin, most-free-memory, least-utilized,\n"
+	"  --policy LIST       exclusive, round-robin, most-free-memory, "
+	"least-utilized,\n"
 	"                      estimate-aware (default: exclusive,estimate-aware)\n"
 	"  --seed N            random seed of job identities and estimate errors (1)\n"
 	"  --jobs N            use the first N jobs of the trace\n"
 	"  --headroom SIZE     memory kept free on every GPU (512MiB)\n"
 	"  --est-error X       sigma of true peak / estimate (0.05)\n"
-	"  --util-bound X      estimate-aware: max summed predicted activity per GPU (1.0)\n"
+	"  --util-bound X      estimate-aware: max summed predicted activity per GPU "
+	"(1.0)\n"
 	"  --skip-bad-rows     skip and count malformed trace rows instead of failing\n"
 	"  --json              print one JSON object\n"
 	"  -h, --help          this help\n"
@@ -45,20 +49,23 @@ static void print_table(const struct colloc_sim_result *r, int n)
 		if (r[k].policy == COLLOC_POLICY_EXCLUSIVE)
 			base = &r[k];
 	printf("%-18s %10s %10s %10s %10s %7s %7s %12s %7s %5s %5s %5s\n", "policy",
-	       "makespan_s", "mean_jct_s", "p99_jct_s", "mean_wait", "gpu_util", "mem_util",
-	       "energy_kWh", "shared", "ooms", "recov", "lost");
+	       "makespan_s", "mean_jct_s", "p99_jct_s", "mean_wait", "gpu_util",
+	       "mem_util", "energy_kWh", "shared", "ooms", "recov", "lost");
 	for (int k = 0; k < n; k++) {
 		const struct colloc_sim_result *x = &r[k];
 
-		printf("%-18s %10.0f %10.0f %10.0f %10.0f %7.3f %7.3f %12.1f %7zu %5zu %5zu "
+		printf("%-18s %10.0f %10.0f %10.0f %10.0f %7.3f %7.3f %12.1f %7zu %5zu "
+		       "%5zu "
 		       "%5zu\n",
-		       colloc_policy_name(x->policy), x->makespan_s, x->mean_jct_s, x->p99_jct_s,
-		       x->mean_wait_s, x->gpu_util, x->mem_util, x->energy_j / 3.6e6,
-		       x->shared_jobs, x->oom_crashes, x->recoveries, x->jobs_lost);
+		       colloc_policy_name(x->policy), x->makespan_s, x->mean_jct_s,
+		       x->p99_jct_s, x->mean_wait_s, x->gpu_util, x->mem_util,
+		       x->energy_j / 3.6e6, x->shared_jobs, x->oom_crashes, x->recoveries,
+		       x->jobs_lost);
 	}
 	if (!base || base->makespan_s <= 0)
 		return;
-	printf("\nratios against exclusive (makespan, mean JCT, GPU utilization, energy):\n");
+	printf("\nratios against exclusive (makespan, mean JCT, GPU utilization, "
+	       "energy):\n");
 	for (int k = 0; k < n; k++) {
 		const struct colloc_sim_result *x = &r[k];
 
@@ -70,8 +77,8 @@ static void print_table(const struct colloc_sim_result *r, int n)
 	}
 }
 
-static int print_json(const char *trace, const char *cluster, const struct colloc_sim_result *r,
-		      int n)
+static int print_json(const char *trace, const char *cluster,
+		      const struct colloc_sim_result *r, int n)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	char *text;
@@ -179,7 +186,8 @@ int cmd_sim(int argc, char **argv)
 			char *end;
 
 			so.est_error = strtod(optarg, &end);
-			if (end == optarg || *end || so.est_error < 0 || so.est_error > 1) {
+			if (end == optarg || *end || so.est_error < 0 ||
+			    so.est_error > 1) {
 				cli_error("--est-error wants a number in 0..1");
 				return CLI_USAGE;
 			}
@@ -206,13 +214,15 @@ int cmd_sim(int argc, char **argv)
 			fputs(sim_usage, stdout);
 			return CLI_OK;
 		default:
-			cli_error("sim: unknown or incomplete option '%s' (see `colloc sim --help`)",
+			cli_error("sim: unknown or incomplete option '%s' (see `colloc "
+				  "sim --help`)",
 				  argv[optind - 1]);
 			return CLI_USAGE;
 		}
 	}
 	if (optind != argc || !trace || !cluster) {
-		cli_error("sim: --trace KIND:PATH and --cluster SPEC are required (see `colloc "
+		cli_error("sim: --trace KIND:PATH and --cluster SPEC are required (see "
+			  "`colloc "
 			  "sim --help`)");
 		return CLI_USAGE;
 	}
@@ -227,7 +237,8 @@ int cmd_sim(int argc, char **argv)
 		trace = colon + 1;
 	}
 	snprintf(list, sizeof(list), "%s", policies);
-	for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+	for (char *save = NULL, *p = strtok_r(list, ",", &save); p;
+	     p = strtok_r(NULL, ",", &save)) {
 		int k = colloc_policy_parse(p);
 
 		if (k < 0 || n_pol == MAX_POLICIES) {
@@ -261,9 +272,9 @@ int cmd_sim(int argc, char **argv)
 	if (json) {
 		rc = print_json(trace, cluster, res, n_pol);
 	} else {
-		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s), seed %llu\n\n", trace,
-		       tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node, cl.gpu_type,
-		       (unsigned long long)so.seed);
+		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s), seed %llu\n\n",
+		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,
+		       cl.gpu_type, (unsigned long long)so.seed);
 		print_table(res, n_pol);
 	}
 	for (int k = 0; k < n_pol; k++)

@@ -71,14 +71,16 @@ int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 	out->gpus_per_node = (int)gpus;
 	for (size_t k = 0; k < sizeof(gpu_types) / sizeof(gpu_types[0]); k++)
 		if (strcasecmp(type, gpu_types[k].name) == 0) {
-			snprintf(out->gpu_type, sizeof(out->gpu_type), "%s", gpu_types[k].name);
+			snprintf(out->gpu_type, sizeof(out->gpu_type), "%s",
+				 gpu_types[k].name);
 			out->gpu_mem_bytes = gpu_types[k].mem;
 			out->idle_power_w = gpu_types[k].idle_w;
 			out->max_power_w = gpu_types[k].max_w;
 			out->platform = gpu_types[k].platform;
 			return 0;
 		}
-	if (colloc_parse_size(type, &out->gpu_mem_bytes) == 0 && out->gpu_mem_bytes >= GiB) {
+	if (colloc_parse_size(type, &out->gpu_mem_bytes) == 0 &&
+	    out->gpu_mem_bytes >= GiB) {
 		snprintf(out->gpu_type, sizeof(out->gpu_type), "%s GPU", type);
 		out->idle_power_w = 50;
 		out->max_power_w = 300;
@@ -86,11 +88,12 @@ int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 		return 0;
 	}
 bad:
-	return colloc_diag_set(diag, COLLOC_EUSAGE,
-			       "cluster '%s': expected NODESxGPUSxTYPE, e.g. 16x8xA100-40GB or "
-			       "2x4x40GiB (types: A100-40GB, A100-80GB, H100-80GB, H200-141GB, "
-			       "V100-32GB, V100-16GB, RTX3060; at most %d GPUs per node)",
-			       spec, COLLOC_SCHED_MAX_GPUS);
+	return colloc_diag_set(
+		diag, COLLOC_EUSAGE,
+		"cluster '%s': expected NODESxGPUSxTYPE, e.g. 16x8xA100-40GB or "
+		"2x4x40GiB (types: A100-40GB, A100-80GB, H100-80GB, H200-141GB, "
+		"V100-32GB, V100-16GB, RTX3060; at most %d GPUs per node)",
+		spec, COLLOC_SCHED_MAX_GPUS);
 }
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o)
@@ -147,8 +150,8 @@ static double rng_normal(uint64_t *s)
 static const struct kind {
 	const char *name; /* trace name (lower case) */
 	const char *zoo;
-	int64_t batch;    /* default batch */
-	int64_t seq;      /* transformers: sequence length bound */
+	int64_t batch; /* default batch */
+	int64_t seq; /* transformers: sequence length bound */
 	double activity;
 	uint64_t fixed_mem; /* no graph: memory in bytes */
 	int loss;
@@ -158,7 +161,8 @@ static const struct kind {
 	{"vgg16", "vgg16", 64, 0, 0.85, 0, COLLOC_LOSS_CROSS_ENTROPY},
 	{"vgg19", "vgg16", 64, 0, 0.85, 0, COLLOC_LOSS_CROSS_ENTROPY},
 	{"mobilenet_v2", "mobilenet_v2", 128, 0, 0.45, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"shufflenet_v2_x1_0", "shufflenet_v2_x1_0", 128, 0, 0.35, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"shufflenet_v2_x1_0", "shufflenet_v2_x1_0", 128, 0, 0.35, 0,
+	 COLLOC_LOSS_CROSS_ENTROPY},
 	{"densenet121", "densenet121", 64, 0, 0.6, 0, COLLOC_LOSS_CROSS_ENTROPY},
 	{"efficientnet_b0", "efficientnet_b0", 64, 0, 0.5, 0, COLLOC_LOSS_CROSS_ENTROPY},
 	{"vit_b_16", "vit_b_16", 32, 0, 0.8, 0, COLLOC_LOSS_CROSS_ENTROPY},
@@ -229,10 +233,10 @@ struct job {
 	int gpus[COLLOC_SCHED_MAX_GPUS];
 	uint64_t est, need, true_mem;
 	double act;
-	double work_ms;   /* alone-time left */
-	double full_ms;   /* alone-time of the whole job */
-	double rate;      /* progress per ms now */
-	int64_t last_ms;  /* when work_ms was last brought up to date */
+	double work_ms; /* alone-time left */
+	double full_ms; /* alone-time of the whole job */
+	double rate; /* progress per ms now */
+	int64_t last_ms; /* when work_ms was last brought up to date */
 	int64_t start_ms, first_start_ms, end_ms;
 	int state, attempts, prio;
 	unsigned version; /* of its completion event */
@@ -262,7 +266,7 @@ struct sim {
 	size_t n_heap, cap_heap;
 	int *queue; /* queued job indices */
 	size_t n_queue;
-	int *run;   /* running job indices */
+	int *run; /* running job indices */
 	size_t n_run;
 	double *hist_t, *hist_u; /* cluster activity after each instant */
 	size_t n_hist, cap_hist;
@@ -295,8 +299,9 @@ static int heap_push(struct sim *s, struct event e)
 		size_t p = (i - 1) / 2;
 		const struct event *pe = &s->heap[p];
 
-		if (pe->t < e.t || (pe->t == e.t && (pe->type < e.type ||
-						     (pe->type == e.type && pe->job <= e.job))))
+		if (pe->t < e.t ||
+		    (pe->t == e.t &&
+		     (pe->type < e.type || (pe->type == e.type && pe->job <= e.job))))
 			break;
 		s->heap[i] = *pe;
 		i = p;
@@ -373,8 +378,8 @@ static int retime_gpu(struct sim *s, int g, int64_t now)
 		jb->rate = speed_of(s, s->gpus[g].jobs[k]);
 		left = jb->work_ms / jb->rate;
 		jb->version++;
-		if (heap_push(s, (struct event){now + (int64_t)ceil(left), 1, s->gpus[g].jobs[k],
-						jb->version}))
+		if (heap_push(s, (struct event){now + (int64_t)ceil(left), 1,
+						s->gpus[g].jobs[k], jb->version}))
 			return -ENOMEM;
 	}
 	return 0;
@@ -430,7 +435,8 @@ static void account(struct sim *s, int64_t now)
 			a = 1;
 		s->util_area += a * dt;
 		s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
-		s->energy += (s->c->idle_power_w + (s->c->max_power_w - s->c->idle_power_w) * a) *
+		s->energy += (s->c->idle_power_w +
+			      (s->c->max_power_w - s->c->idle_power_w) * a) *
 			     dt / 1000.0;
 	}
 	s->acc_ms = now;
@@ -459,7 +465,8 @@ static void dequeue(struct sim *s, int j)
 {
 	for (size_t k = 0; k < s->n_queue; k++)
 		if (s->queue[k] == j) {
-			memmove(s->queue + k, s->queue + k + 1, (s->n_queue - k - 1) * sizeof(int));
+			memmove(s->queue + k, s->queue + k + 1,
+				(s->n_queue - k - 1) * sizeof(int));
 			s->n_queue--;
 			return;
 		}
@@ -498,7 +505,8 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 		for (int k = 0; k < g->n; k++) {
 			const struct job *o = &s->jobs[g->jobs[k]];
 
-			used += g->jobs[k] == j || o->at_peak ? o->true_mem : o->true_mem / 10;
+			used += g->jobs[k] == j || o->at_peak ? o->true_mem
+							      : o->true_mem / 10;
 		}
 		if (used > s->c->gpu_mem_bytes)
 			oom = true;
@@ -519,7 +527,9 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 	/* Recovery: the measured peak is its true memory; ask for more than
 	 * both it and the old need, ahead of new work, alone after too many
 	 * attempts; fail when no GPU is large enough. */
-	jb->need = (uint64_t)((double)(jb->true_mem > jb->need ? jb->true_mem : jb->need) * 1.05);
+	jb->need =
+		(uint64_t)((double)(jb->true_mem > jb->need ? jb->true_mem : jb->need) *
+			   1.05);
 	jb->prio += 1000;
 	jb->work_ms = jb->full_ms; /* no checkpoint: it starts over */
 	if (jb->attempts >= s->o->max_attempts)
@@ -581,7 +591,8 @@ static int schedule(struct sim *s, int64_t now)
 		for (int k = 0; k < s->gpus[g].n; k++) {
 			const struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
 
-			gs[g].mem_used_bytes += jb->at_peak ? jb->true_mem : jb->true_mem / 10;
+			gs[g].mem_used_bytes +=
+				jb->at_peak ? jb->true_mem : jb->true_mem / 10;
 			gs[g].util += jb->act * jb->rate;
 		}
 		if (gs[g].util > 1)
@@ -628,7 +639,8 @@ static int schedule(struct sim *s, int64_t now)
 	st.n_running = n_run;
 	st.now_ms = now;
 	st.rr_cursor = s->rr;
-	rc = colloc_sched_decide(&s->o->sched, &st, qs, n_q, ds, n_q, &n_dec, &s->rr, &diag);
+	rc = colloc_sched_decide(&s->o->sched, &st, qs, n_q, ds, n_q, &n_dec, &s->rr,
+				 &diag);
 	if (rc)
 		goto out;
 	s->passes++;
@@ -768,8 +780,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	waits = calloc(s.n_jobs + 1, sizeof(double));
 	out->series_t_s = calloc((size_t)o->series_points + 1, sizeof(double));
 	out->series_util = calloc((size_t)o->series_points + 1, sizeof(double));
-	if (!s.jobs || !s.gpus || !s.queue || !s.run || !out->jct_s || !waits || !out->series_t_s ||
-	    !out->series_util) {
+	if (!s.jobs || !s.gpus || !s.queue || !s.run || !out->jct_s || !waits ||
+	    !out->series_t_s || !out->series_util) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -784,7 +796,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->kind = tj->model[0] ? kind_of(tj->model) : -1;
 		if (jb->kind < 0)
 			jb->kind = (int)(rng_next(&s.rng) % N_MIX);
-		jb->batch = tj->batch > 0 && kinds[jb->kind].zoo ? tj->batch : kinds[jb->kind].batch;
+		jb->batch = tj->batch > 0 && kinds[jb->kind].zoo ? tj->batch
+								 : kinds[jb->kind].batch;
 		if ((rc = estimate_kind(&s, jb->kind, jb->batch, &jb->est, diag)))
 			goto out;
 		e = rng_normal(&s.rng) * o->est_error;
@@ -793,7 +806,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->true_mem = (uint64_t)((double)jb->est * (1.0 + e));
 		jb->need = jb->est;
 		jb->act = kinds[jb->kind].activity;
-		jb->n_gpus = tj->n_gpus > c->gpus_per_node ? c->gpus_per_node : tj->n_gpus;
+		jb->n_gpus =
+			tj->n_gpus > c->gpus_per_node ? c->gpus_per_node : tj->n_gpus;
 		/* A job wider than a node runs on one node for proportionally
 		 * longer (same GPU time). */
 		jb->work_ms = (double)tj->duration_ms * tj->n_gpus / jb->n_gpus;
@@ -816,11 +830,13 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 			s.n_queue = 0;
 			break;
 		}
-		now = next_arrival < s.n_jobs ? trace->jobs[next_arrival].submit_ms : INT64_MAX;
+		now = next_arrival < s.n_jobs ? trace->jobs[next_arrival].submit_ms
+					      : INT64_MAX;
 		if (s.n_heap && s.heap[0].t < now)
 			now = s.heap[0].t;
 		account(&s, now);
-		while (next_arrival < s.n_jobs && trace->jobs[next_arrival].submit_ms == now) {
+		while (next_arrival < s.n_jobs &&
+		       trace->jobs[next_arrival].submit_ms == now) {
 			struct job *jb = &s.jobs[next_arrival];
 
 			if (jb->need + o->sched.headroom_bytes > c->gpu_mem_bytes) {
@@ -837,7 +853,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 
 			if (jb->state != J_RUNNING)
 				continue;
-			if (e.type == 0 && !jb->at_peak && jb->start_ms + o->ramp_ms == now) {
+			if (e.type == 0 && !jb->at_peak &&
+			    jb->start_ms + o->ramp_ms == now) {
 				rc = on_ramp(&s, e.job, now);
 				if (jb->state == J_FAILED)
 					done++;
@@ -864,9 +881,12 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 			if (jb->state == J_DONE) {
 				if (jb->end_ms > last)
 					last = jb->end_ms;
-				out->jct_s[n] = (double)(jb->end_ms - jb->tj->submit_ms) / 1000.0;
+				out->jct_s[n] =
+					(double)(jb->end_ms - jb->tj->submit_ms) / 1000.0;
 				sum += out->jct_s[n++];
-				waits[nw] = (double)(jb->first_start_ms - jb->tj->submit_ms) / 1000.0;
+				waits[nw] =
+					(double)(jb->first_start_ms - jb->tj->submit_ms) /
+					1000.0;
 				sumw += waits[nw++];
 				out->finished++;
 				if (jb->crashed)
@@ -914,7 +934,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	}
 out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	out->sim_wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	out->sim_wall_s = (double)(t1.tv_sec - t0.tv_sec) +
+			  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	free(s.jobs);
 	free(s.gpus);
 	free(s.heap);

@@ -115,8 +115,10 @@ static void test_cluster_specs(void **state)
 	assert_int_equal(c.gpu_mem_bytes, 24ull << 30);
 	assert_int_equal(colloc_sim_cluster_parse("2x4", &c, &diag), COLLOC_EUSAGE);
 	assert_non_null(strstr(diag.msg, "NODESxGPUSxTYPE"));
-	assert_int_equal(colloc_sim_cluster_parse("0x4xA100-40GB", &c, &diag), COLLOC_EUSAGE);
-	assert_int_equal(colloc_sim_cluster_parse("1x99xA100-40GB", &c, &diag), COLLOC_EUSAGE);
+	assert_int_equal(colloc_sim_cluster_parse("0x4xA100-40GB", &c, &diag),
+			 COLLOC_EUSAGE);
+	assert_int_equal(colloc_sim_cluster_parse("1x99xA100-40GB", &c, &diag),
+			 COLLOC_EUSAGE);
 }
 
 /* 200 jobs of no-graph kinds with 30% estimate error on 2 small GPUs:
@@ -137,9 +139,9 @@ static void test_no_job_lost_and_deterministic(void **state)
 	off += (size_t)snprintf(text + off, sizeof(text) - off,
 				"id,submit_s,duration_s,gpus,model\n");
 	for (int k = 0; k < 200; k++)
-		off += (size_t)snprintf(text + off, sizeof(text) - off, "%d,%d,%d,%d,%s\n", k,
-					k * 7 % 500, 60 + (k * 37) % 900, 1 + (k % 9 == 0),
-					kinds[k % 4]);
+		off += (size_t)snprintf(
+			text + off, sizeof(text) - off, "%d,%d,%d,%d,%s\n", k,
+			k * 7 % 500, 60 + (k * 37) % 900, 1 + (k % 9 == 0), kinds[k % 4]);
 	t = parse(text);
 	assert_int_equal(colloc_sim_cluster_parse("1x2x12GiB", &c, &diag), 0);
 	colloc_sim_opts_init(&o);
@@ -153,9 +155,9 @@ static void test_no_job_lost_and_deterministic(void **state)
 		assert_int_equal(a.jobs_lost, 0);
 		assert_int_equal(a.finished + a.failed, 200);
 		assert_true(a.recoveries <= a.oom_crashes);
-		assert_true(a.makespan_s == b.makespan_s && a.mean_jct_s == b.mean_jct_s &&
-			    a.gpu_util == b.gpu_util && a.oom_crashes == b.oom_crashes &&
-			    a.energy_j == b.energy_j);
+		assert_true(a.makespan_s == b.makespan_s &&
+			    a.mean_jct_s == b.mean_jct_s && a.gpu_util == b.gpu_util &&
+			    a.oom_crashes == b.oom_crashes && a.energy_j == b.energy_j);
 		if (p == COLLOC_POLICY_ESTIMATE_AWARE)
 			assert_true(a.oom_crashes > 0); /* 30% errors on packed GPUs */
 		colloc_sim_result_fini(&a);
