@@ -60,7 +60,7 @@ struct colloc_interference_report {
 	size_t n_infeasible; /* pairs Gavel recorded with throughput 0 */
 	size_t n_train, n_test; /* observations in each half */
 	double params[3]; /* alpha, p, q */
-	double train_rmse;
+	double train_rmsre; /* root mean squared relative error */
 	double test_mae, test_mape; /* the model */
 	double none_mae, none_mape; /* baseline: no interference, speed 1 */
 	double fair_mae, fair_mape; /* baseline: fair share, speed 1/n */

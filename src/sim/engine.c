@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "colloc/estimate.h"
+#include "colloc/interference.h"
 #include "colloc/onnx.h"
 #include "colloc/shape.h"
 #include "colloc/units.h"
@@ -103,7 +104,7 @@ void colloc_sim_opts_init(struct colloc_sim_opts *o)
 	o->seed = 1;
 	o->est_error = 0.05;
 	o->max_attempts = 3;
-	o->ramp_ms = 60 * 1000;
+	o->ramp_ms = (int64_t)60 * 1000;
 	o->window = 256;
 	o->series_points = 200;
 }
@@ -233,6 +234,7 @@ struct job {
 	int gpus[COLLOC_SCHED_MAX_GPUS];
 	uint64_t est, need, true_mem;
 	double act;
+	struct colloc_interference_job ij; /* its identity for interference */
 	double work_ms; /* alone-time left */
 	double full_ms; /* alone-time of the whole job */
 	double rate; /* progress per ms now */
@@ -273,6 +275,8 @@ struct sim {
 	struct est_cache cache[128];
 	int n_cache;
 	struct colloc_platform plat;
+	const struct colloc_interference *im;
+	int worker; /* Gavel worker type used for interference */
 	uint64_t rng;
 	int rr;
 	/* accounting */
@@ -342,22 +346,26 @@ static struct event heap_pop(struct sim *s)
 	return top;
 }
 
-/* Relative speed of job j given its GPUs' other jobs: a contention model
- * 1 / (1 + a_j * sum of the others' activity) (docs/simulator.md), the
- * slowest of its GPUs setting the pace. */
+/* Relative speed of job j given its GPUs' other jobs: the interference
+ * model fitted on Gavel's measured pairs (colloc/interference.h,
+ * docs/interference.md); the slowest of its GPUs sets the pace. */
 static double speed_of(const struct sim *s, int j)
 {
 	const struct job *jb = &s->jobs[j];
+	struct colloc_interference_job others[MAX_PER_GPU];
 	double worst = 1.0;
 
 	for (int i = 0; i < jb->n_gpus; i++) {
 		const struct gpu *g = &s->gpus[jb->gpus[i]];
-		double others = 0, sp;
+		int n = 0;
+		double sp;
 
 		for (int k = 0; k < g->n; k++)
 			if (g->jobs[k] != j)
-				others += s->jobs[g->jobs[k]].act;
-		sp = 1.0 / (1.0 + jb->act * others);
+				others[n++] = s->jobs[g->jobs[k]].ij;
+		if (n == 0)
+			continue;
+		sp = colloc_interference_speed(s->im, s->worker, &jb->ij, others, n);
 		if (sp < worst)
 			worst = sp;
 	}
@@ -629,8 +637,6 @@ static int schedule(struct sim *s, int64_t now)
 		qs[k].n_gpus = jb->n_gpus;
 		qs[k].mem_need_bytes = jb->need;
 		qs[k].util_pred = jb->act;
-		qs[k].priority = jb->prio;
-		qs[k].submit_ms = jb->tj->submit_ms;
 		qs[k].exclusive = jb->exclusive;
 	}
 	st.gpus = gs;
@@ -766,6 +772,13 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	s.rng = o->seed;
 	s.n_jobs = trace->n_jobs;
 	s.n_gpus = c->n_nodes * c->gpus_per_node;
+	s.im = colloc_interference_builtin();
+	/* Gavel measured K80, P100 and V100; newer GPUs use the V100 pairs
+	 * (the closest architecture measured; docs/simulator.md). */
+	s.worker = colloc_interference_worker(
+		strncasecmp(c->gpu_type, "K80", 3) == 0	   ? "k80"
+		: strncasecmp(c->gpu_type, "P100", 4) == 0 ? "p100"
+							   : "v100");
 	if (c->platform) {
 		if ((rc = colloc_platform_load(c->platform, &s.plat, diag)))
 			return rc;
@@ -806,6 +819,17 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->true_mem = (uint64_t)((double)jb->est * (1.0 + e));
 		jb->need = jb->est;
 		jb->act = kinds[jb->kind].activity;
+		/* Interference identity: its Gavel type where there is a close
+		 * one (then the activity derived from Gavel's pairs is used),
+		 * else its busy fraction on the model's scale, where a job that
+		 * keeps a GPU fully busy sits near 1/3 (docs/interference.md). */
+		{
+			const char *gt = colloc_interference_gavel_type(
+				kinds[jb->kind].name, jb->batch);
+
+			jb->ij.type = gt ? colloc_interference_type(s.im, gt) : -1;
+			jb->ij.activity = jb->act / 3.0;
+		}
 		jb->n_gpus =
 			tj->n_gpus > c->gpus_per_node ? c->gpus_per_node : tj->n_gpus;
 		/* A job wider than a node runs on one node for proportionally

@@ -4,8 +4,9 @@
  * estimates (so that OOM crashes and recoveries happen).
  *
  * The hand-worked cases use the `dqn` job kind (no graph: 1.5 GiB, activity
- * 0.15, docs/simulator.md) so they need no model zoo and the arithmetic is
- * short: two such jobs on one GPU each run at 1 / (1 + 0.15 x 0.15).
+ * 0.15, docs/simulator.md) so they need no model zoo; two such jobs sharing
+ * a GPU run at the interference model's speed for two A3C jobs (the Gavel
+ * type dqn maps to), which the test asks the model for.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "colloc/interference.h"
 #include "colloc/sim.h"
 
 static struct colloc_trace *parse(const char *text)
@@ -72,9 +74,16 @@ static void test_sharing_slows_each(void **state)
 {
 	struct colloc_trace *t = parse(two_jobs);
 	struct colloc_sim_result r;
-	double speed = 1.0 / (1.0 + 0.15 * 0.15);
+	const struct colloc_interference *im = colloc_interference_builtin();
+	struct colloc_interference_job a3c = {
+		colloc_interference_type(im, colloc_interference_gavel_type("dqn", 0)),
+		0.05};
+	double speed = colloc_interference_speed(im, colloc_interference_worker("v100"),
+						 &a3c, &a3c, 1);
 
 	(void)state;
+	assert_true(a3c.type >= 0);
+	assert_true(speed > 0 && speed < 1);
 	run(t, "1x1x40GiB", COLLOC_POLICY_ESTIMATE_AWARE, &r);
 	/* both start at 0 and share the GPU: each finishes at 100 s / speed
 	 * (rounded up to the millisecond) */
