@@ -22,7 +22,7 @@ packages="build-essential cmake pkg-config
 	libcjson-dev libcmocka-dev
 	clang libclang-rt-14-dev clang-format clang-tidy cppcheck"
 if [ "$tools" = 1 ]; then
-	packages="$packages python3 python3-torch python3-torchvision python3-onnx python3-numpy hyperfine"
+	packages="$packages python3 python3-torch python3-torchvision python3-onnx python3-numpy hyperfine gnuplot-nox"
 fi
 
 if [ "$(id -u)" = 0 ]; then

@@ -3,13 +3,17 @@
  * one or more placement policies and compare them.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "colloc/sim.h"
+#include "colloc/sim_report.h"
 #include "colloc/units.h"
 
 #define MAX_POLICIES COLLOC_POLICY_COUNT_
@@ -35,6 +39,10 @@ static const char sim_usage[] =
 	"(1.0)\n"
 	"  --skip-bad-rows     skip and count malformed trace rows instead of failing\n"
 	"  --json              print one JSON object\n"
+	"  --csv               print one CSV row per policy\n"
+	"  --plot DIR          write summary.csv, time series and a gnuplot script to\n"
+	"                      DIR, and draw util.svg and jct_cdf.svg with gnuplot\n"
+	"                      (Debian package gnuplot-nox) when it is installed\n"
 	"  -h, --help          this help\n"
 	"\n"
 	"Same seed, same result. See docs/simulator.md for the model.\n"
@@ -121,6 +129,41 @@ static int print_json(const char *trace, const char *cluster,
 	return CLI_OK;
 }
 
+/* Draw the plots: gnuplot plots.gp in dir (no shell involved). Missing
+ * gnuplot is not an error: the data and script are there to draw later. */
+static int run_gnuplot(const char *dir)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid < 0) {
+		cli_error("cannot start gnuplot: %s", strerror(errno));
+		return CLI_ERROR;
+	}
+	if (pid == 0) {
+		if (chdir(dir) != 0)
+			_exit(126);
+		execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) {
+		cli_error("gnuplot did not finish");
+		return CLI_ERROR;
+	}
+	if (WEXITSTATUS(status) == 127) {
+		fprintf(stderr,
+			"colloc: gnuplot is not installed; %s/plots.gp draws the plots "
+			"(apt-get install gnuplot-nox)\n",
+			dir);
+		return CLI_OK;
+	}
+	if (WEXITSTATUS(status) != 0) {
+		cli_error("gnuplot failed on %s/plots.gp", dir);
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
 int cmd_sim(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -134,6 +177,8 @@ int cmd_sim(int argc, char **argv)
 		{"util-bound", required_argument, NULL, 'u'},
 		{"skip-bad-rows", no_argument, NULL, 'k'},
 		{"json", no_argument, NULL, 'j'},
+		{"csv", no_argument, NULL, 'C'},
+		{"plot", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -145,7 +190,8 @@ int cmd_sim(int argc, char **argv)
 	struct colloc_trace *tr = NULL;
 	const char *trace = NULL, *cluster = NULL, *policies = "exclusive,estimate-aware";
 	int pol[MAX_POLICIES], n_pol = 0, c, rc = CLI_OK;
-	bool json = false;
+	bool json = false, csv = false;
+	const char *plot_dir = NULL;
 	char kind[32], list[256];
 	uint64_t v;
 
@@ -210,6 +256,12 @@ int cmd_sim(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'C':
+			csv = true;
+			break;
+		case 'P':
+			plot_dir = optarg;
+			break;
 		case 'h':
 			fputs(sim_usage, stdout);
 			return CLI_OK;
@@ -269,8 +321,25 @@ int cmd_sim(int argc, char **argv)
 			return CLI_ERROR;
 		}
 	}
-	if (json) {
-		rc = print_json(trace, cluster, res, n_pol);
+	if (plot_dir) {
+		char title[512];
+
+		const char *base = strrchr(trace, '/');
+
+		snprintf(title, sizeof(title), "%s on %s", base ? base + 1 : trace,
+			 cluster);
+		if (colloc_sim_write_plots(plot_dir, title, res, n_pol, &diag)) {
+			cli_error("%s", diag.msg);
+			rc = CLI_ERROR;
+		} else {
+			rc = run_gnuplot(plot_dir);
+		}
+	}
+	if (csv) {
+		if (colloc_sim_write_csv(stdout, res, n_pol))
+			rc = CLI_ERROR;
+	} else if (json) {
+		rc = print_json(trace, cluster, res, n_pol) ? CLI_ERROR : rc;
 	} else {
 		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s), seed %llu\n\n",
 		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,

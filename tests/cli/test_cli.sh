@@ -70,6 +70,10 @@ expect sim-json 0 '"policy":"estimate-aware".*"jobs_lost":0' "$colloc" sim --tra
 expect sim-bad-cluster 2 "NODESxGPUSxTYPE" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster big
 expect sim-bad-policy 2 "--policy: 'fifo'" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster 1x1x40GiB --policy fifo
 expect sim-missing 2 "--trace KIND:PATH and --cluster SPEC are required" "$colloc" sim --cluster 1x1x40GiB
+expect sim-csv 0 "^estimate-aware,2,2,0," "$colloc" sim --trace "csv:$tmp/t.csv" --cluster 1x1x40GiB --csv
+expect sim-plot 0 "ratios against exclusive" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster 1x1x40GiB --plot "$tmp/plots"
+expect sim-plot-files 0 "jct_estimate-aware.dat" ls "$tmp/plots"
+expect sim-plot-script 0 "set output 'util.svg'" cat "$tmp/plots/plots.gp"
 expect sim-bad-trace 1 "colloc: error:" "$colloc" sim --trace "csv:$tmp/nope.csv" --cluster 1x1x40GiB
 
 echo "$pass passed, $fail failed"

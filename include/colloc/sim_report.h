@@ -1,0 +1,30 @@
+/*
+ * colloc/sim_report.h — machine-readable outputs of simulator runs: a CSV
+ * summary (one row per policy) and the data and gnuplot script behind the
+ * pictures `colloc sim --plot DIR` draws (GPU utilization over time, CDF of
+ * job completion times).
+ *
+ * These functions write files or a stream the caller names; they never run
+ * programs (the CLI runs gnuplot on the script).
+ */
+#ifndef COLLOC_SIM_REPORT_H
+#define COLLOC_SIM_REPORT_H
+
+#include <stdio.h>
+
+#include "colloc/error.h"
+#include "colloc/sim.h"
+
+/* Header and one line per result to f. Returns 0 or -EIO. */
+int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n);
+
+/*
+ * Into directory dir (created if missing): summary.csv, util_POLICY.dat and
+ * jct_POLICY.dat per result, and plots.gp, a gnuplot script that draws
+ * util.svg and jct_cdf.svg from them when run in dir. title is printed on
+ * the plots. Returns 0 or a negative errno with the path in diag.
+ */
+int colloc_sim_write_plots(const char *dir, const char *title,
+			   const struct colloc_sim_result *r, int n, struct colloc_diag *diag);
+
+#endif
