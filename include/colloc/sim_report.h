@@ -25,6 +25,7 @@ int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n);
  * the plots. Returns 0 or a negative errno with the path in diag.
  */
 int colloc_sim_write_plots(const char *dir, const char *title,
-			   const struct colloc_sim_result *r, int n, struct colloc_diag *diag);
+			   const struct colloc_sim_result *r, int n,
+			   struct colloc_diag *diag);
 
 #endif

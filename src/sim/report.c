@@ -11,18 +11,23 @@
 
 int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n)
 {
-	fprintf(f, "policy,jobs,finished,failed,makespan_s,mean_jct_s,median_jct_s,p99_jct_s,"
-		   "mean_wait_s,median_wait_s,p99_wait_s,gpu_util,mem_util,energy_j,shared_jobs,"
+	fprintf(f, "policy,jobs,finished,failed,makespan_s,mean_jct_s,median_jct_s,p99_"
+		   "jct_s,"
+		   "mean_wait_s,median_wait_s,p99_wait_s,gpu_util,mem_util,energy_j,"
+		   "shared_jobs,"
 		   "oom_crashes,recoveries,jobs_lost,sim_wall_s\n");
 	for (int k = 0; k < n; k++) {
 		const struct colloc_sim_result *x = &r[k];
 
-		fprintf(f, "%s,%zu,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.1f,%zu,%zu,"
-			   "%zu,%zu,%.3f\n",
+		fprintf(f,
+			"%s,%zu,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%."
+			"1f,%zu,%zu,"
+			"%zu,%zu,%.3f\n",
 			colloc_policy_name(x->policy), x->jobs, x->finished, x->failed,
-			x->makespan_s, x->mean_jct_s, x->median_jct_s, x->p99_jct_s, x->mean_wait_s,
-			x->median_wait_s, x->p99_wait_s, x->gpu_util, x->mem_util, x->energy_j,
-			x->shared_jobs, x->oom_crashes, x->recoveries, x->jobs_lost, x->sim_wall_s);
+			x->makespan_s, x->mean_jct_s, x->median_jct_s, x->p99_jct_s,
+			x->mean_wait_s, x->median_wait_s, x->p99_wait_s, x->gpu_util,
+			x->mem_util, x->energy_j, x->shared_jobs, x->oom_crashes,
+			x->recoveries, x->jobs_lost, x->sim_wall_s);
 	}
 	return ferror(f) ? -EIO : 0;
 }
@@ -46,7 +51,8 @@ static int close_checked(FILE *f)
 }
 
 int colloc_sim_write_plots(const char *dir, const char *title,
-			   const struct colloc_sim_result *r, int n, struct colloc_diag *diag)
+			   const struct colloc_sim_result *r, int n,
+			   struct colloc_diag *diag)
 {
 	char path[4096], name[96];
 	FILE *f;
@@ -62,17 +68,21 @@ int colloc_sim_write_plots(const char *dir, const char *title,
 	for (int k = 0; k < n; k++) {
 		const struct colloc_sim_result *x = &r[k];
 
-		snprintf(name, sizeof(name), "util_%s.dat", colloc_policy_name(x->policy));
+		snprintf(name, sizeof(name), "util_%s.dat",
+			 colloc_policy_name(x->policy));
 		if (!(f = open_in(dir, name, path, sizeof(path))))
-			return colloc_diag_set(diag, -errno, "%s: %s", path, strerror(errno));
+			return colloc_diag_set(diag, -errno, "%s: %s", path,
+					       strerror(errno));
 		fprintf(f, "# time_h gpu_util\n");
 		for (size_t i = 0; i < x->n_series; i++)
-			fprintf(f, "%.4f %.5f\n", x->series_t_s[i] / 3600.0, x->series_util[i]);
+			fprintf(f, "%.4f %.5f\n", x->series_t_s[i] / 3600.0,
+				x->series_util[i]);
 		if ((rc = close_checked(f)))
 			return colloc_diag_set(diag, rc, "%s: write error", path);
 		snprintf(name, sizeof(name), "jct_%s.dat", colloc_policy_name(x->policy));
 		if (!(f = open_in(dir, name, path, sizeof(path))))
-			return colloc_diag_set(diag, -errno, "%s: %s", path, strerror(errno));
+			return colloc_diag_set(diag, -errno, "%s: %s", path,
+					       strerror(errno));
 		fprintf(f, "# jct_h fraction_of_jobs\n");
 		for (size_t i = 0; i < x->finished; i++)
 			fprintf(f, "%.5f %.6f\n", x->jct_s[i] / 3600.0,
@@ -85,20 +95,25 @@ int colloc_sim_write_plots(const char *dir, const char *title,
 	fprintf(f, "# gnuplot script written by colloc sim; run it in this directory.\n"
 		   "set terminal svg size 900,450 dynamic font 'sans,12'\n"
 		   "set key outside right\nset grid\n");
-	fprintf(f, "set output 'util.svg'\nset title \"GPU utilization over time: %s\" noenhanced\n"
-		   "set xlabel 'time (hours)'\nset ylabel 'GPU utilization (0-1)'\n"
-		   "set yrange [0:1]\nplot ",
+	fprintf(f,
+		"set output 'util.svg'\nset title \"GPU utilization over time: %s\" "
+		"noenhanced\n"
+		"set xlabel 'time (hours)'\nset ylabel 'GPU utilization (0-1)'\n"
+		"set yrange [0:1]\nplot ",
 		title);
 	for (int k = 0; k < n; k++)
-		fprintf(f, "%s'util_%s.dat' using 1:2 with steps lw 2 title '%s'", k ? ", " : "",
-			colloc_policy_name(r[k].policy), colloc_policy_name(r[k].policy));
-	fprintf(f, "\nset output 'jct_cdf.svg'\nset title \"Job completion time CDF: %s\" "
-		   "noenhanced\nset xlabel 'job completion time (hours, log scale)'\n"
-		   "set ylabel 'fraction of jobs'\nset logscale x\nplot ",
+		fprintf(f, "%s'util_%s.dat' using 1:2 with steps lw 2 title '%s'",
+			k ? ", " : "", colloc_policy_name(r[k].policy),
+			colloc_policy_name(r[k].policy));
+	fprintf(f,
+		"\nset output 'jct_cdf.svg'\nset title \"Job completion time CDF: %s\" "
+		"noenhanced\nset xlabel 'job completion time (hours, log scale)'\n"
+		"set ylabel 'fraction of jobs'\nset logscale x\nplot ",
 		title);
 	for (int k = 0; k < n; k++)
-		fprintf(f, "%s'jct_%s.dat' using 1:2 with lines lw 2 title '%s'", k ? ", " : "",
-			colloc_policy_name(r[k].policy), colloc_policy_name(r[k].policy));
+		fprintf(f, "%s'jct_%s.dat' using 1:2 with lines lw 2 title '%s'",
+			k ? ", " : "", colloc_policy_name(r[k].policy),
+			colloc_policy_name(r[k].policy));
 	fprintf(f, "\n");
 	if ((rc = close_checked(f)))
 		return colloc_diag_set(diag, rc, "%s: write error", path);
