@@ -39,6 +39,7 @@ void colloc_sched_config_init(struct colloc_sched_config *cfg)
 
 /* Working view of one GPU during a pass. */
 struct wgpu {
+	uint64_t total; /* memory (copied here: the hot loop reads one array) */
 	uint64_t committed; /* measured use + reservations + this pass */
 	double util; /* measured activity + this pass's predictions */
 	double pred; /* sum of its jobs' predicted activity */
@@ -50,7 +51,9 @@ struct pass {
 	const struct colloc_sched_config *cfg;
 	const struct colloc_sched_state *st;
 	struct wgpu *w;
-	uint64_t max_free; /* upper bound on any GPU's free bytes */
+	uint64_t max_free; /* largest free memory of an open GPU */
+	uint64_t max_free_empty; /* ... of an open GPU running nothing */
+	double min_pred_busy; /* smallest predicted activity of an open busy GPU */
 	int cursor; /* round-robin: the GPU to try first */
 	int *by_node; /* GPU indices grouped by node, in order of nodes' first GPU */
 	int *node_start; /* node k's GPUs: by_node[node_start[k] .. node_start[k+1]) */
@@ -101,17 +104,32 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 
 static uint64_t free_of(const struct pass *p, int g)
 {
-	uint64_t total = p->st->gpus[g].mem_total_bytes;
+	const struct wgpu *w = &p->w[g];
 
-	return p->w[g].committed >= total ? 0 : total - p->w[g].committed;
+	return w->committed >= w->total ? 0 : w->total - w->committed;
 }
 
+/* Summaries that let most jobs that cannot start be refused without a
+ * scan over the GPUs (recomputed after every placement). */
 static void refresh_max_free(struct pass *p)
 {
 	p->max_free = 0;
-	for (int g = 0; g < p->st->n_gpus; g++)
-		if (!p->w[g].closed && free_of(p, g) > p->max_free)
-			p->max_free = free_of(p, g);
+	p->max_free_empty = 0;
+	p->min_pred_busy = 1e300;
+	for (int g = 0; g < p->st->n_gpus; g++) {
+		const struct wgpu *w = &p->w[g];
+		uint64_t f;
+
+		if (w->closed)
+			continue;
+		f = free_of(p, g);
+		if (f > p->max_free)
+			p->max_free = f;
+		if (w->jobs == 0 && f > p->max_free_empty)
+			p->max_free_empty = f;
+		if (w->jobs > 0 && w->pred < p->min_pred_busy)
+			p->min_pred_busy = w->pred;
+	}
 }
 
 static bool sat_fits(uint64_t need, uint64_t headroom, uint64_t free_bytes)
@@ -168,6 +186,19 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 		return false;
 	if (dominated(p, j))
 		return false;
+	{
+		/* No empty GPU can take it, and on every busy one the job alone
+		 * already breaks a rule: no need to look further. */
+		bool empty_ok = sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes,
+					 p->max_free_empty);
+
+		if (!empty_ok &&
+		    (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE))
+			return false;
+		if (!empty_ok && p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE &&
+		    p->min_pred_busy + j->util_pred > p->cfg->util_bound + 1e-9)
+			return false;
+	}
 	if (j->n_gpus == 1) {
 		double best = 0;
 
@@ -387,6 +418,7 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");
 	}
 	for (int g = 0; g < st->n_gpus; g++) {
+		p.w[g].total = st->gpus[g].mem_total_bytes;
 		p.w[g].committed = st->gpus[g].mem_used_bytes;
 		p.w[g].util = st->gpus[g].util;
 		p.w[g].closed = !st->gpus[g].usable;
