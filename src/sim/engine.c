@@ -228,6 +228,7 @@ enum { J_PENDING = 0, J_QUEUED, J_RUNNING, J_DONE, J_FAILED };
 
 struct job {
 	const struct colloc_trace_job *tj;
+	int64_t submit_ms; /* copy of tj->submit_ms, read in hot paths */
 	int kind;
 	int64_t batch;
 	int n_gpus;
@@ -461,11 +462,37 @@ static void gpu_remove(struct sim *s, int g, int j)
 		}
 }
 
-/* Queue order is kept by the scheduler; the queue is a plain list. */
+/* Whether job a comes before job b in queue order (as the scheduler core
+ * orders: priority, then submit time, then index). */
+static bool queued_before(const struct sim *s, int a, int b)
+{
+	const struct job *x = &s->jobs[a], *y = &s->jobs[b];
+
+	if (x->prio != y->prio)
+		return x->prio > y->prio;
+	if (x->submit_ms != y->submit_ms)
+		return x->submit_ms < y->submit_ms;
+	return a < b;
+}
+
+/* The queue is kept sorted, so a pass takes its first `window` jobs
+ * without sorting thousands of waiting jobs every time. */
 static int enqueue(struct sim *s, int j)
 {
+	size_t lo = 0, hi = s->n_queue;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (queued_before(s, s->queue[mid], j))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(s->queue + lo + 1, s->queue + lo, (s->n_queue - lo) * sizeof(int));
+	s->queue[lo] = j;
+	s->n_queue++;
 	s->jobs[j].state = J_QUEUED;
-	s->queue[s->n_queue++] = j;
 	return 0;
 }
 
@@ -561,17 +588,6 @@ static int on_finish(struct sim *s, int j, int64_t now)
 	return rc;
 }
 
-static int cmp_job(const void *a, const void *b)
-{
-	const struct colloc_sched_job *x = a, *y = b;
-
-	if (x->priority != y->priority)
-		return x->priority > y->priority ? -1 : 1;
-	if (x->submit_ms != y->submit_ms)
-		return x->submit_ms < y->submit_ms ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static int schedule(struct sim *s, int64_t now)
 {
 	struct colloc_sched_gpu *gs = calloc((size_t)s->n_gpus, sizeof(*gs));
@@ -587,6 +603,9 @@ static int schedule(struct sim *s, int64_t now)
 		free(gs);
 		return 0;
 	}
+	/* The scheduler looks at the first `window` jobs in queue order. */
+	if (s->o->window > 0 && n_q > (size_t)s->o->window)
+		n_q = (size_t)s->o->window;
 	rs = calloc(s->n_run + 1, sizeof(*rs));
 	qs = calloc(n_q, sizeof(*qs));
 	ds = calloc(n_q, sizeof(*ds));
@@ -625,15 +644,7 @@ static int schedule(struct sim *s, int64_t now)
 
 		qs[k].id = (uint64_t)s->queue[k];
 		qs[k].priority = jb->prio;
-		qs[k].submit_ms = jb->tj->submit_ms;
-	}
-	/* The scheduler looks at the first `window` jobs in queue order. */
-	qsort(qs, n_q, sizeof(*qs), cmp_job);
-	if (s->o->window > 0 && n_q > (size_t)s->o->window)
-		n_q = (size_t)s->o->window;
-	for (size_t k = 0; k < n_q; k++) {
-		const struct job *jb = &s->jobs[qs[k].id];
-
+		qs[k].submit_ms = jb->submit_ms;
 		qs[k].n_gpus = jb->n_gpus;
 		qs[k].mem_need_bytes = jb->need;
 		qs[k].util_pred = jb->act;
@@ -806,6 +817,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		double e;
 
 		jb->tj = tj;
+		jb->submit_ms = tj->submit_ms;
 		jb->kind = tj->model[0] ? kind_of(tj->model) : -1;
 		if (jb->kind < 0)
 			jb->kind = (int)(rng_next(&s.rng) % N_MIX);
@@ -906,11 +918,10 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 				if (jb->end_ms > last)
 					last = jb->end_ms;
 				out->jct_s[n] =
-					(double)(jb->end_ms - jb->tj->submit_ms) / 1000.0;
+					(double)(jb->end_ms - jb->submit_ms) / 1000.0;
 				sum += out->jct_s[n++];
-				waits[nw] =
-					(double)(jb->first_start_ms - jb->tj->submit_ms) /
-					1000.0;
+				waits[nw] = (double)(jb->first_start_ms - jb->submit_ms) /
+					    1000.0;
 				sumw += waits[nw++];
 				out->finished++;
 				if (jb->crashed)
