@@ -36,6 +36,7 @@ struct stor {
 	int refs; /* pending forward uses and holders */
 	int savers; /* pending backward nodes that saved it */
 	int node; /* node that made it, -1 for none */
+	int tensor; /* parameter it belongs to (params, grads, states), or -1 */
 	const char *role;
 	bool alive;
 	bool counted; /* already in the saved-bytes total of this forward */
@@ -105,6 +106,7 @@ static int st_new(struct tl *t, uint64_t bytes, int kind, int node, const char *
 	s->bytes = bytes;
 	s->kind = kind;
 	s->node = node;
+	s->tensor = -1;
 	s->role = role;
 	rc = colloc_alloc_sim_malloc(t->sim, bytes, &s->handle);
 	if (rc)
@@ -651,8 +653,10 @@ static int grad_into(struct tl *t, int in, int from_out, bool as_view)
 				    &t->pgrad[p]);
 			if (rc)
 				return rc;
-			if (t->pgrad[p] >= 0)
+			if (t->pgrad[p] >= 0) {
 				t->st[t->pgrad[p]].refs = 1;
+				t->st[t->pgrad[p]].tensor = p;
+			}
 			return 0;
 		}
 		rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, t->node,
@@ -983,8 +987,10 @@ static int make_states(struct tl *t)
 					    "optimizer state of", &s);
 				if (rc)
 					return rc;
-				if (s >= 0)
+				if (s >= 0) {
 					t->st[s].refs = 1;
+					t->st[s].tensor = i;
+				}
 			}
 	return 0;
 }
@@ -1088,8 +1094,10 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			    &s);
 		if (rc)
 			goto out;
-		if (s >= 0)
+		if (s >= 0) {
 			t.st[s].refs = 1 << 30; /* held for the whole run */
+			t.st[s].tensor = i;
+		}
 		t.tstor[i] = s;
 		contiguous(x, t.strides[i]);
 	}
@@ -1249,7 +1257,10 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 				continue;
 			res->live[k].bytes = s->bytes;
 			res->live[k].kind = s->kind;
-			if (s->node >= 0) {
+			if (s->tensor >= 0) {
+				snprintf(res->live[k].what, sizeof(res->live[k].what),
+					 "%s %s", s->role, g->tensors[s->tensor].name);
+			} else if (s->node >= 0) {
 				char where[64];
 
 				colloc_node_describe(g, s->node, where, sizeof(where));
