@@ -24,6 +24,15 @@ int colloc_parse_size(const char *s, uint64_t *out);
  */
 int colloc_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/*
+ * Parse a duration: a non-negative number (decimal point allowed) with an
+ * optional unit ms, s, m/min, h (case-insensitive; no unit means seconds),
+ * e.g. "2s", "500ms", "1.5m", "1h". The result is rounded to the nearest
+ * millisecond. Returns 0, or COLLOC_EUSAGE when s is not a duration or the
+ * value does not fit in 63 bits of milliseconds; *out_ms is left alone then.
+ */
+int colloc_parse_duration_ms(const char *s, uint64_t *out_ms);
+
 /* "1.50 GiB", "512 B": binary units, three significant digits. */
 const char *colloc_format_bytes(uint64_t bytes, char *buf, size_t len);
 

@@ -135,3 +135,50 @@ const char *colloc_format_count(uint64_t n, char *buf, size_t len)
 
 	return format_scaled(n, 1000.0, sfx, buf, len);
 }
+
+int colloc_parse_duration_ms(const char *s, uint64_t *out_ms)
+{
+	static const struct {
+		const char *suffix;
+		double ms;
+	} units[] = {
+		{"", 1000.0}, {"ms", 1.0},   {"s", 1000.0},    {"sec", 1000.0},
+		{"m", 60e3},  {"min", 60e3}, {"h", 3600000.0},
+	};
+	double mant = 0, scale = 1;
+	bool digits = false, dot = false;
+	const char *p = s;
+
+	if (!s)
+		return COLLOC_EUSAGE;
+	for (; *p; p++) {
+		if (isdigit((unsigned char)*p)) {
+			digits = true;
+			if (dot)
+				scale /= 10;
+			mant = mant * 10 + (*p - '0');
+			if (mant > 1e30)
+				return COLLOC_EUSAGE;
+		} else if (*p == '.' && !dot) {
+			dot = true;
+		} else {
+			break;
+		}
+	}
+	if (!digits)
+		return COLLOC_EUSAGE;
+	mant *= scale;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+		if (strcasecmp(p, units[k].suffix) == 0) {
+			double v = mant * units[k].ms;
+
+			/* 2^63 ms: far beyond any real duration, and llround()
+			 * is defined below it. */
+			if (!(v < 9223372036854775808.0))
+				return COLLOC_EUSAGE;
+			*out_ms = (uint64_t)llround(v);
+			return 0;
+		}
+	}
+	return COLLOC_EUSAGE;
+}
