@@ -38,5 +38,6 @@ int cli_parse_dim(char *arg, struct cli_dims *d);
 int cmd_inspect(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_gpus(int argc, char **argv);
 
 #endif

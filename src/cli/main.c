@@ -20,6 +20,8 @@ static const char usage[] =
 	"  inspect MODEL    per-layer shapes, parameters and FLOPs of a model\n"
 	"  estimate MODEL   peak GPU memory of training the model\n"
 	"  sim              replay a job trace on a simulated cluster, compare policies\n"
+	"  gpus             list GPUs (simulated or real) with memory, use and "
+	"processes\n"
 	"\n"
 	"MODEL is an .onnx file or the name of a bundled zoo model\n"
 	"(`colloc inspect --list` lists them). Run `colloc COMMAND --help` for a\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
 		return cmd_estimate(argc - 1, argv + 1);
 	if (strcmp(argv[1], "sim") == 0)
 		return cmd_sim(argc - 1, argv + 1);
+	if (strcmp(argv[1], "gpus") == 0)
+		return cmd_gpus(argc - 1, argv + 1);
 	cli_error("unknown command '%s' (see `colloc --help`)", argv[1]);
 	return CLI_USAGE;
 }

@@ -76,5 +76,10 @@ expect sim-plot-files 0 "jct_estimate-aware.dat" ls "$tmp/plots"
 expect sim-plot-script 0 "set output 'util.svg'" cat "$tmp/plots/plots.gp"
 expect sim-bad-trace 1 "colloc: error:" "$colloc" sim --trace "csv:$tmp/nope.csv" --cluster 1x1x40GiB
 
+expect gpus-create 0 "SIM-[0-9a-f-]+ +colloc simulated GPU" "$colloc" gpus --gpus "sim:2x8GiB,path=$tmp/g.state"
+expect gpus-attach-json 0 '"backend":"sim","gpus":\[\{"index":0,"uuid":"SIM-.*"mem_total_bytes":8589934592' "$colloc" gpus --gpus "sim:path=$tmp/g.state" --json
+expect gpus-bad-backend 1 "unknown GPU backend 'foo'" "$colloc" gpus --gpus foo:1
+expect gpus-help 0 "--gpus SPEC" "$colloc" gpus --help
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
