@@ -11,6 +11,7 @@
 #ifndef COLLOC_PLATFORM_H
 #define COLLOC_PLATFORM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "colloc/error.h"
@@ -41,6 +42,14 @@ void colloc_platform_default(struct colloc_platform *p);
  */
 int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 			 struct colloc_diag *diag);
+
+/*
+ * Parse the JSON profile text[0..len) over the values already in *out
+ * (start from colloc_platform_default()). Unknown keys and wrong types are
+ * COLLOC_EFORMAT naming the key; more than 64 KiB is COLLOC_ELIMIT.
+ */
+int colloc_platform_parse(const char *text, size_t len, struct colloc_platform *out,
+			  struct colloc_diag *diag);
 
 /* List profile names in data/platforms/, like colloc_zoo_list(). */
 int colloc_platform_list(char **names, int cap);

@@ -67,11 +67,17 @@ static int get_str(const cJSON *v, const char *key, char *out, size_t len,
 	return 0;
 }
 
-static int parse_profile(const char *text, struct colloc_platform *p,
-			 struct colloc_diag *diag)
+int colloc_platform_parse(const char *text, size_t len, struct colloc_platform *p,
+			  struct colloc_diag *diag)
 {
-	cJSON *root = cJSON_Parse(text), *v;
+	cJSON *root, *v;
 	int rc = 0;
+
+	if (len > MAX_PROFILE_BYTES)
+		return colloc_diag_set(diag, COLLOC_ELIMIT,
+				       "profile larger than %zu bytes",
+				       MAX_PROFILE_BYTES);
+	root = cJSON_ParseWithLength(text, len);
 
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
@@ -153,7 +159,7 @@ int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 		 (int)(strstr(stem, ".json") ? (size_t)(strstr(stem, ".json") - stem)
 					     : strlen(stem)),
 		 stem);
-	rc = parse_profile(text, out, diag);
+	rc = colloc_platform_parse(text, len, out, diag);
 	free(text);
 	if (rc)
 		return colloc_diag_prefix(diag, rc, "%s", path);
