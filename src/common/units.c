@@ -31,6 +31,38 @@ int colloc_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* A non-negative decimal number (one optional '.') at *p: its value in
+ * *out and *p moved past it. Returns 0, or COLLOC_EUSAGE when there are no
+ * digits or the value is absurdly large. */
+static int read_decimal(const char **p, double *out)
+{
+	double mant = 0, scale = 1;
+	bool digits = false, dot = false;
+	const char *q = *p;
+
+	if (!q)
+		return COLLOC_EUSAGE;
+	for (; *q; q++) {
+		if (isdigit((unsigned char)*q)) {
+			digits = true;
+			if (dot)
+				scale /= 10;
+			mant = mant * 10 + (*q - '0');
+			if (mant > 1e30)
+				return COLLOC_EUSAGE;
+		} else if (*q == '.' && !dot) {
+			dot = true;
+		} else {
+			break;
+		}
+	}
+	if (!digits)
+		return COLLOC_EUSAGE;
+	*out = mant * scale;
+	*p = q;
+	return 0;
+}
+
 int colloc_parse_size(const char *s, uint64_t *out)
 {
 	static const struct {
@@ -52,29 +84,11 @@ int colloc_parse_size(const char *s, uint64_t *out)
 		{"tb", 1e12},
 		{"tib", 1099511627776.0},
 	};
-	double mant = 0, scale = 1;
-	bool digits = false, dot = false;
+	double mant;
 	const char *p = s;
 
-	if (!s)
+	if (read_decimal(&p, &mant))
 		return COLLOC_EUSAGE;
-	for (; *p; p++) {
-		if (isdigit((unsigned char)*p)) {
-			digits = true;
-			if (dot)
-				scale /= 10;
-			mant = mant * 10 + (*p - '0');
-			if (mant > 1e30)
-				return COLLOC_EUSAGE;
-		} else if (*p == '.' && !dot) {
-			dot = true;
-		} else {
-			break;
-		}
-	}
-	if (!digits)
-		return COLLOC_EUSAGE;
-	mant *= scale;
 	while (*p == ' ')
 		p++;
 	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
@@ -145,29 +159,11 @@ int colloc_parse_duration_ms(const char *s, uint64_t *out_ms)
 		{"", 1000.0}, {"ms", 1.0},   {"s", 1000.0},    {"sec", 1000.0},
 		{"m", 60e3},  {"min", 60e3}, {"h", 3600000.0},
 	};
-	double mant = 0, scale = 1;
-	bool digits = false, dot = false;
+	double mant;
 	const char *p = s;
 
-	if (!s)
+	if (read_decimal(&p, &mant))
 		return COLLOC_EUSAGE;
-	for (; *p; p++) {
-		if (isdigit((unsigned char)*p)) {
-			digits = true;
-			if (dot)
-				scale /= 10;
-			mant = mant * 10 + (*p - '0');
-			if (mant > 1e30)
-				return COLLOC_EUSAGE;
-		} else if (*p == '.' && !dot) {
-			dot = true;
-		} else {
-			break;
-		}
-	}
-	if (!digits)
-		return COLLOC_EUSAGE;
-	mant *= scale;
 	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
 		if (strcasecmp(p, units[k].suffix) == 0) {
 			double v = mant * units[k].ms;
