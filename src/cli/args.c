@@ -1,6 +1,7 @@
 /*
  * args.c — option parsing shared by the subcommands.
  */
+#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,4 +64,20 @@ int cli_parse_dim(char *arg, struct cli_dims *d)
 	d->dims[d->n_dims].value = (int64_t)v;
 	d->n_dims++;
 	return 0;
+}
+
+cJSON *cli_json_u64(uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return cJSON_CreateRaw(buf);
+}
+
+cJSON *cli_json_i64(int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	return cJSON_CreateRaw(buf);
 }

@@ -35,6 +35,11 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_parse_batch(const char *arg, struct cli_dims *d);
 int cli_parse_dim(char *arg, struct cli_dims *d);
 
+/* Exact JSON integers (cJSON numbers are doubles, exact only to 2^53). */
+struct cJSON;
+struct cJSON *cli_json_u64(uint64_t v);
+struct cJSON *cli_json_i64(int64_t v);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_sim(int argc, char **argv);

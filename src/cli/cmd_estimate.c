@@ -54,22 +54,6 @@ struct est_args {
 	bool have_plat, json, explain, max_batch;
 };
 
-static cJSON *u64(uint64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return cJSON_CreateRaw(buf);
-}
-
-static cJSON *i64(int64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%lld", (long long)v);
-	return cJSON_CreateRaw(buf);
-}
-
 static int print_json(const char *model, int64_t batch, const struct est_args *a,
 		      const struct colloc_estimate *e)
 {
@@ -79,34 +63,40 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 	if (!r)
 		return CLI_ERROR;
 	cJSON_AddStringToObject(r, "model", model);
-	cJSON_AddItemToObject(r, "batch", i64(batch));
+	cJSON_AddItemToObject(r, "batch", cli_json_i64(batch));
 	cJSON_AddStringToObject(r, "optimizer", colloc_optimizer_name(a->opts.optimizer));
 	cJSON_AddStringToObject(r, "precision", colloc_precision_name(a->opts.precision));
 	cJSON_AddStringToObject(r, "loss", colloc_loss_name(a->opts.loss));
 	cJSON_AddStringToObject(r, "platform", a->opts.platform->name);
-	cJSON_AddItemToObject(r, "peak_allocated_bytes", u64(e->peak_allocated_bytes));
-	cJSON_AddItemToObject(r, "peak_reserved_bytes", u64(e->peak_reserved_bytes));
-	cJSON_AddItemToObject(r, "peak_device_bytes", u64(e->peak_device_bytes));
+	cJSON_AddItemToObject(r, "peak_allocated_bytes",
+			      cli_json_u64(e->peak_allocated_bytes));
+	cJSON_AddItemToObject(r, "peak_reserved_bytes",
+			      cli_json_u64(e->peak_reserved_bytes));
+	cJSON_AddItemToObject(r, "peak_device_bytes", cli_json_u64(e->peak_device_bytes));
 	b = cJSON_AddObjectToObject(r, "breakdown");
-	cJSON_AddItemToObject(b, "params_bytes", u64(e->breakdown.params_bytes));
-	cJSON_AddItemToObject(b, "grads_bytes", u64(e->breakdown.grads_bytes));
-	cJSON_AddItemToObject(b, "optimizer_bytes", u64(e->breakdown.optimizer_bytes));
-	cJSON_AddItemToObject(b, "activations_bytes", u64(e->saved_activation_bytes));
+	cJSON_AddItemToObject(b, "params_bytes", cli_json_u64(e->breakdown.params_bytes));
+	cJSON_AddItemToObject(b, "grads_bytes", cli_json_u64(e->breakdown.grads_bytes));
+	cJSON_AddItemToObject(b, "optimizer_bytes",
+			      cli_json_u64(e->breakdown.optimizer_bytes));
+	cJSON_AddItemToObject(b, "activations_bytes",
+			      cli_json_u64(e->saved_activation_bytes));
 	cJSON_AddItemToObject(b, "activations_live_bytes",
-			      u64(e->breakdown.activations_bytes));
+			      cli_json_u64(e->breakdown.activations_bytes));
 	cJSON_AddItemToObject(b, "temporaries_bytes",
-			      u64(e->breakdown.temporaries_bytes));
+			      cli_json_u64(e->breakdown.temporaries_bytes));
 	cJSON_AddItemToObject(b, "allocator_overhead_bytes",
-			      u64(e->breakdown.allocator_overhead_bytes));
-	cJSON_AddItemToObject(b, "context_bytes", u64(e->breakdown.context_bytes));
+			      cli_json_u64(e->breakdown.allocator_overhead_bytes));
+	cJSON_AddItemToObject(b, "context_bytes",
+			      cli_json_u64(e->breakdown.context_bytes));
 	cJSON_AddStringToObject(r, "peak_phase", colloc_phase_name(e->peak_phase));
-	cJSON_AddItemToObject(r, "peak_iteration", i64(e->peak_iteration));
+	cJSON_AddItemToObject(r, "peak_iteration", cli_json_i64(e->peak_iteration));
 	cJSON_AddStringToObject(r, "peak_op", e->peak_op);
 	if (a->opts.gpu_memory_bytes) {
 		cJSON_AddItemToObject(r, "gpu_memory_bytes",
-				      u64(a->opts.gpu_memory_bytes));
+				      cli_json_u64(a->opts.gpu_memory_bytes));
 		cJSON_AddBoolToObject(r, "fits", e->fits);
-		cJSON_AddItemToObject(r, "headroom_bytes", i64(e->headroom_bytes));
+		cJSON_AddItemToObject(r, "headroom_bytes",
+				      cli_json_i64(e->headroom_bytes));
 	}
 	if (a->explain) {
 		x = cJSON_AddArrayToObject(r, "explain");
@@ -116,11 +106,12 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 			cJSON_AddStringToObject(o, "what", e->explain[k].what);
 			cJSON_AddStringToObject(o, "kind",
 						colloc_mem_kind_name(e->explain[k].kind));
-			cJSON_AddItemToObject(o, "bytes", u64(e->explain[k].bytes));
+			cJSON_AddItemToObject(o, "bytes",
+					      cli_json_u64(e->explain[k].bytes));
 			cJSON_AddItemToArray(x, o);
 		}
 	}
-	cJSON_AddItemToObject(r, "allocator_events", u64(e->events));
+	cJSON_AddItemToObject(r, "allocator_events", cli_json_u64(e->events));
 	text = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);
 	if (!text)

@@ -34,20 +34,12 @@ static const char inspect_usage[] =
 	"exit status: 0 success, 1 the model could not be loaded or inferred,\n"
 	"2 invalid command line.\n";
 
-static cJSON *json_u64(uint64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return cJSON_CreateRaw(buf);
-}
-
 static cJSON *json_shape(const struct colloc_tensor *t)
 {
 	cJSON *a = cJSON_CreateArray();
 
 	for (int d = 0; a && d < t->rank; d++)
-		cJSON_AddItemToArray(a, json_u64((uint64_t)t->shape[d]));
+		cJSON_AddItemToArray(a, cli_json_u64((uint64_t)t->shape[d]));
 	return a;
 }
 
@@ -73,17 +65,18 @@ static int print_json(const char *model, const struct colloc_graph *g, int64_t b
 	if (!root)
 		goto oom;
 	cJSON_AddStringToObject(root, "model", model);
-	cJSON_AddItemToObject(root, "batch", json_u64((uint64_t)batch));
+	cJSON_AddItemToObject(root, "batch", cli_json_u64((uint64_t)batch));
 	cJSON_AddItemToObject(root, "opset",
-			      json_u64((uint64_t)(g->opset > 0 ? g->opset : 0)));
+			      cli_json_u64((uint64_t)(g->opset > 0 ? g->opset : 0)));
 	params = cJSON_AddObjectToObject(root, "params");
-	cJSON_AddItemToObject(params, "trainable", json_u64(pt->trainable));
-	cJSON_AddItemToObject(params, "buffers", json_u64(pt->buffers));
-	cJSON_AddItemToObject(params, "trainable_bytes", json_u64(pt->trainable_bytes));
-	cJSON_AddItemToObject(params, "buffer_bytes", json_u64(pt->buffer_bytes));
-	cJSON_AddItemToObject(root, "flops_forward", json_u64(ct->flops));
-	cJSON_AddItemToObject(root, "bytes_read", json_u64(ct->bytes_read));
-	cJSON_AddItemToObject(root, "bytes_written", json_u64(ct->bytes_written));
+	cJSON_AddItemToObject(params, "trainable", cli_json_u64(pt->trainable));
+	cJSON_AddItemToObject(params, "buffers", cli_json_u64(pt->buffers));
+	cJSON_AddItemToObject(params, "trainable_bytes",
+			      cli_json_u64(pt->trainable_bytes));
+	cJSON_AddItemToObject(params, "buffer_bytes", cli_json_u64(pt->buffer_bytes));
+	cJSON_AddItemToObject(root, "flops_forward", cli_json_u64(ct->flops));
+	cJSON_AddItemToObject(root, "bytes_read", cli_json_u64(ct->bytes_read));
+	cJSON_AddItemToObject(root, "bytes_written", cli_json_u64(ct->bytes_written));
 	arr = cJSON_AddArrayToObject(root, "inputs");
 	for (int i = 0; i < g->n_inputs; i++)
 		cJSON_AddItemToArray(arr, json_tensor(&g->tensors[g->inputs[i]], true));
@@ -103,10 +96,10 @@ static int print_json(const char *model, const struct colloc_graph *g, int64_t b
 				cJSON_AddItemToArray(
 					outs,
 					json_tensor(&g->tensors[n->outputs[j]], false));
-		cJSON_AddItemToObject(o, "params", json_u64(n->params));
-		cJSON_AddItemToObject(o, "flops", json_u64(n->flops));
-		cJSON_AddItemToObject(o, "bytes_read", json_u64(n->bytes_read));
-		cJSON_AddItemToObject(o, "bytes_written", json_u64(n->bytes_written));
+		cJSON_AddItemToObject(o, "params", cli_json_u64(n->params));
+		cJSON_AddItemToObject(o, "flops", cli_json_u64(n->flops));
+		cJSON_AddItemToObject(o, "bytes_read", cli_json_u64(n->bytes_read));
+		cJSON_AddItemToObject(o, "bytes_written", cli_json_u64(n->bytes_written));
 		cJSON_AddItemToArray(arr, o);
 	}
 	text = cJSON_PrintUnformatted(root);

@@ -40,10 +40,7 @@ struct colloc__top {
 	 * statistics, max-pool indices, dropout masks), in bytes each. */
 	uint64_t extra_saved[2];
 	int n_extra;
-	/* Temporary workspace around the forward / backward kernel. */
-	uint64_t fwd_workspace, bwd_workspace;
 	bool matmul; /* uses cuBLAS (workspace allocated at first use) */
-	bool conv; /* uses cuDNN convolution */
 	bool grad_view; /* backward hands grad_output through as a view */
 };
 

@@ -612,15 +612,6 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 			return rc;
 		save(t, tp->node, s);
 	}
-	if (tp->fwd_workspace) {
-		int s;
-
-		rc = st_new(t, tp->fwd_workspace, COLLOC_MEM_TEMPORARY, tp->node,
-			    "workspace of", &s);
-		if (rc)
-			return rc;
-		st_free(t, s);
-	}
 
 	/* Inputs are used once more: drop the forward references. */
 	if (tp->kind == OPK_CONCAT) {
@@ -699,15 +690,6 @@ static int run_backward_op(struct tl *t, const struct colloc__top *tp)
 		flows = true;
 	}
 	if (flows) {
-		if (tp->bwd_workspace) {
-			int s;
-
-			rc = st_new(t, tp->bwd_workspace, COLLOC_MEM_TEMPORARY, tp->node,
-				    "workspace of", &s);
-			if (rc)
-				return rc;
-			st_free(t, s);
-		}
 		if (tp->kind == OPK_CONCAT) {
 			/* cat's backward hands out slices of grad_output. */
 			for (int i = 0; i < n->n_inputs && !rc; i++)

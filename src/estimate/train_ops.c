@@ -255,13 +255,6 @@ static bool match_layernorm(const struct colloc_graph *g, int div, bool *absorbe
 	return true;
 }
 
-static uint64_t elem_bytes(const struct colloc_graph *g, int t)
-{
-	const struct colloc_tensor *x = tens(g, t);
-
-	return x ? colloc_tensor_bytes(x) : 0;
-}
-
 static uint64_t numel_of(const struct colloc_graph *g, int t)
 {
 	const struct colloc_tensor *x = tens(g, t);
@@ -296,7 +289,6 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 	if (op_is(n, "Conv") || op_is(n, "ConvTranspose")) {
 		tp->kind = OPK_CONV;
 		tp->save = SAVE_IN0;
-		tp->conv = true;
 	} else if (op_is(n, "Gemm")) {
 		tp->kind = OPK_LINEAR;
 		tp->save = SAVE_IN0;
@@ -488,7 +480,6 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		 * nothing of size saved. */
 		tp->kind = OPK_COPY;
 	}
-	(void)elem_bytes;
 }
 
 int colloc__train_ops(const struct colloc_graph *g, int precision,

@@ -1771,7 +1771,7 @@ int colloc__einsum_parse(const char *eq, int n_in, const int *ranks,
 			 int (*labels)[COLLOC_MAX_RANK], int *out_labels, int *out_rank,
 			 int *ell_rank)
 {
-	int k = 0, pos = 0, ell = -1, len = (int)strlen(eq);
+	int k = 0, pos = 0, len = (int)strlen(eq);
 	int counts[128] = {0};
 	const char *arrow = strstr(eq, "->");
 
@@ -1791,7 +1791,6 @@ int colloc__einsum_parse(const char *eq, int n_in, const int *ranks,
 					return -1;
 				dots = 1;
 				pos += 3;
-				ell = ranks[i] - 0; /* filled below */
 				labels[i][r++] = -1; /* marker, expanded below */
 				continue;
 			}
@@ -1832,7 +1831,6 @@ int colloc__einsum_parse(const char *eq, int n_in, const int *ranks,
 			pos++;
 		}
 	}
-	(void)ell;
 	k = 0;
 	if (arrow) {
 		pos = (int)(arrow - eq) + 2;

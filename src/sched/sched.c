@@ -259,7 +259,7 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 static int group_nodes(struct pass *p)
 {
 	const struct colloc_sched_state *st = p->st;
-	int n = st->n_gpus, *first_of, w = 0;
+	int n = st->n_gpus, *first_of;
 
 	p->by_node = malloc(sizeof(int) * (size_t)n);
 	p->node_start = malloc(sizeof(int) * ((size_t)n + 1));
@@ -313,7 +313,6 @@ static int group_nodes(struct pass *p)
 		free(ranks);
 		free(counts);
 	}
-	(void)w;
 	free(first_of);
 	return 0;
 }

@@ -217,11 +217,6 @@ struct est_cache {
 	uint64_t need;
 };
 
-struct sim;
-
-static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
-			 struct colloc_diag *diag);
-
 /* --- runtime state -------------------------------------------------------- */
 
 enum { J_PENDING = 0, J_QUEUED, J_RUNNING, J_DONE, J_FAILED };
