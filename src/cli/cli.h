@@ -11,11 +11,14 @@
 
 #include "colloc/shape.h"
 
-/* Exit statuses, documented in `colloc --help` and docs/cli.md. */
+/* Exit statuses, documented in `colloc --help`, docs/cli.md and
+ * docs/cli-jobs.md. `colloc wait` also exits with its job's status. */
 enum {
 	CLI_OK = 0,
-	CLI_ERROR = 1, /* the command ran and failed (bad model, ...) */
+	CLI_ERROR = 1, /* the command ran and failed (bad model, refused, ...) */
 	CLI_USAGE = 2, /* the command line was wrong */
+	CLI_UNREACHABLE = 3, /* collocd could not be reached or did not answer */
+	CLI_TIMEOUT = 124, /* `colloc wait --timeout` ran out (as timeout(1)) */
 };
 
 #define CLI_MAX_DIMS 32
@@ -44,5 +47,14 @@ int cmd_inspect(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
+
+/* Clients of collocd (cmd_jobs.c, docs/cli-jobs.md). */
+int cmd_submit(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif

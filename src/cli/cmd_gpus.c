@@ -1,42 +1,187 @@
 /*
- * cmd_gpus.c — `colloc gpus`: the GPUs a backend sees, with memory,
- * utilization, power and the processes on each. Without a daemon this reads
- * the backend directly (collocd will serve the same view with its jobs).
+ * cmd_gpus.c — `colloc gpus`: the GPUs, with memory, utilization, power and
+ * what runs on each. When collocd answers on its socket this is its view
+ * (GET /v1/gpus: the jobs on each GPU and the memory held back for them);
+ * with --gpus SPEC, or when no daemon runs, it reads the backend directly
+ * and lists processes instead of jobs.
  */
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "colloc/gpu.h"
 #include "colloc/units.h"
 
 #define MAX_PROCS 128
 
 static const char gpus_usage[] =
-	"usage: colloc gpus [--gpus SPEC] [--json]\n"
+	"usage: colloc gpus [--gpus SPEC | --socket PATH] [--json]\n"
 	"\n"
-	"List the GPUs of a backend: UUID, name, memory used / total, utilization,\n"
-	"power, and the processes holding memory on each.\n"
+	"List the GPUs: UUID, name, memory used / total, utilization, power, and\n"
+	"what runs on each.\n"
 	"\n"
-	"  --gpus SPEC   backend: sim (attach to existing simulated GPUs),\n"
-	"                sim:NxSIZE[,path=FILE] (create them), default sim\n"
-	"  --json        print one JSON object\n"
-	"  -h, --help    this help\n"
+	"When collocd answers on its socket, this is collocd's view: a RESERVED\n"
+	"column (memory held back for jobs that started but have not reached their\n"
+	"need yet) and the ids of the jobs on each GPU (other users' jobs count in\n"
+	"memory but their ids are shown only to administrators). Otherwise, or\n"
+	"with --gpus, it reads the backend directly and lists the processes\n"
+	"holding memory (pid:memory).\n"
 	"\n"
-	"exit status: 0 success, 1 the backend could not be read, 2 invalid command "
-	"line.\n";
+	"  --gpus SPEC     read this backend directly: sim (attach to existing\n"
+	"                  simulated GPUs), sim:NxSIZE[,path=FILE] (create them)\n"
+	"  --socket PATH   collocd's socket; an explicit one that does not answer\n"
+	"                  is an error (default: $COLLOC_SOCKET, else\n"
+	"                  $XDG_RUNTIME_DIR/collocd.sock, else /tmp/collocd-UID.sock;\n"
+	"                  when no daemon answers there, the backend sim is read)\n"
+	"  --json          print one JSON object (from collocd: its answer as is)\n"
+	"  -h, --help      this help\n"
+	"\n"
+	"exit status: 0 success, 1 the backend could not be read or collocd\n"
+	"refused, 2 invalid command line, 3 collocd (given by --socket or\n"
+	"COLLOC_SOCKET) could not be reached.\n";
+
+static bool jnum(const cJSON *o, const char *key, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return false;
+	*out = v->valuedouble;
+	return true;
+}
+
+/* The array under key, or NULL (never another type: ArrayForEach would walk
+ * an object's members). */
+static const cJSON *jarray(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
+static const char *jbytes(const cJSON *o, const char *key, char *buf, size_t len)
+{
+	double d;
+
+	if (!jnum(o, key, &d) || d < 0 || d >= 18446744073709551616.0)
+		return "-";
+	return colloc_format_bytes((uint64_t)d, buf, len);
+}
+
+/* collocd's GET /v1/gpus as a table; missing fields print as "-". */
+static void print_daemon_gpus(const cJSON *root)
+{
+	const cJSON *gpus = jarray(root, "gpus"), *g;
+	int k = 0;
+
+	printf("%-3s %-42s %-20s %21s %10s %5s %8s  %s\n", "#", "uuid", "name",
+	       "memory used/total", "reserved", "util", "power", "jobs");
+	cJSON_ArrayForEach(g, gpus)
+	{
+		const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(g, "uuid");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(g, "name");
+		const cJSON *jobs = jarray(g, "jobs"), *j;
+		char b1[32], b2[32], b3[32], idx[16];
+		double d;
+		bool first = true;
+
+		if (jnum(g, "index", &d) && d >= 0 && d < 1e6)
+			snprintf(idx, sizeof(idx), "%.0f", d);
+		else
+			snprintf(idx, sizeof(idx), "%d", k);
+		k++;
+		printf("%-3s %-42.42s %-20.20s %10s/%-10s %10s", idx,
+		       cJSON_IsString(uuid) ? uuid->valuestring : "-",
+		       cJSON_IsString(name) ? name->valuestring : "-",
+		       jbytes(g, "mem_used_bytes", b1, sizeof(b1)),
+		       jbytes(g, "mem_total_bytes", b2, sizeof(b2)),
+		       jbytes(g, "mem_reserved_bytes", b3, sizeof(b3)));
+		if (jnum(g, "util_pct", &d))
+			printf(" %4.0f%%", d);
+		else
+			printf(" %5s", "-");
+		if (jnum(g, "power_mw", &d))
+			printf(" %6.0f W ", d / 1000.0);
+		else
+			printf(" %8s ", "-");
+		putchar(' ');
+		cJSON_ArrayForEach(j, jobs)
+		{
+			if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble))
+				continue;
+			printf("%s%.0f", first ? "" : ",", j->valuedouble);
+			first = false;
+		}
+		if (first)
+			putchar('-');
+		putchar('\n');
+	}
+}
+
+/*
+ * Show collocd's view when a daemon answers. Returns an exit status, or -1
+ * when nobody answers on a socket that was not asked for by name (the
+ * caller then reads the backend as before collocd existed).
+ */
+static int daemon_gpus(const char *socket_opt, bool json)
+{
+	char path[CLI_SOCKET_PATH_MAX + 64];
+	struct cli_client c;
+	struct cli_response r;
+	bool named = cli_socket_is_explicit(socket_opt);
+	int rc;
+
+	if (cli_socket_resolve(socket_opt, path, sizeof(path)) ||
+	    cli_client_init(&c, path)) {
+		if (!named)
+			return -1;
+		cli_error(
+			"cannot reach collocd at %s: a socket path has at most %d bytes "
+			"(set --socket or COLLOC_SOCKET)",
+			path, CLI_SOCKET_PATH_MAX - 1);
+		return CLI_UNREACHABLE;
+	}
+	cli_response_init(&r);
+	rc = cli_client_request(&c, "GET", "/v1/gpus", NULL, &r);
+	if (rc == CLI_CLIENT_ECONNECT && !named) {
+		cli_client_fini(&c);
+		return -1;
+	}
+	rc = cli_client_result(&c, rc, &r, NULL);
+	if (rc == CLI_OK) {
+		cJSON *root = cli_response_json(&r, "gpus");
+
+		if (!root) {
+			rc = CLI_ERROR;
+		} else if (json) {
+			if (fwrite(r.body, 1, r.body_len, stdout) != r.body_len)
+				rc = CLI_ERROR;
+			if (r.body[r.body_len - 1] != '\n')
+				putchar('\n');
+		} else {
+			print_daemon_gpus(root);
+		}
+		cJSON_Delete(root);
+	}
+	cli_response_fini(&r);
+	cli_client_fini(&c);
+	return rc;
+}
 
 int cmd_gpus(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"gpus", required_argument, NULL, 'g'},
 		{"json", no_argument, NULL, 'j'},
+		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *spec = "sim";
+	const char *spec = NULL, *socket = NULL;
 	struct colloc_diag diag = {{0}};
 	struct colloc_gpu *gpu = NULL;
 	struct colloc_gpu_process procs[MAX_PROCS];
@@ -55,6 +200,9 @@ int cmd_gpus(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'S':
+			socket = optarg;
+			break;
 		case 'h':
 			fputs(gpus_usage, stdout);
 			return CLI_OK;
@@ -68,6 +216,18 @@ int cmd_gpus(int argc, char **argv)
 	if (optind != argc) {
 		cli_error("gpus: unexpected argument '%s'", argv[optind]);
 		return CLI_USAGE;
+	}
+	if (spec && socket) {
+		cli_error("gpus: --gpus reads a backend, --socket asks collocd; choose "
+			  "one");
+		return CLI_USAGE;
+	}
+	if (!spec) {
+		rc = daemon_gpus(socket, json);
+		if (rc >= 0)
+			return rc;
+		rc = CLI_OK;
+		spec = "sim";
 	}
 	if (colloc_gpu_open(spec, &gpu, &diag) || colloc_gpu_count(gpu, &n, &diag)) {
 		cli_error("%s", diag.msg);

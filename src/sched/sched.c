@@ -1,10 +1,28 @@
 /*
  * sched.c — colloc_sched_decide(): the placement core (see colloc/sched.h
  * for the rules). No I/O, no clock, no global state.
+ *
+ * Every decision is the one a scan of every GPU (every node, for a
+ * multi-GPU job) for every queued job makes; place_plain() is that scan.
+ * What makes a long pass fast:
+ *  - a list of failures: a job that asks for at least as much as one that
+ *    could not start cannot start either, and need not be looked at;
+ *  - a segment tree over buckets of GPUs whose nodes summarise their GPUs
+ *    (struct summ), updated on each placement, so that a search skips
+ *    every set of GPUs whose best possible score cannot beat the best
+ *    found so far (branch and bound; ties go to the lower index, as in the
+ *    scan);
+ *  - the same summaries per node, which bound a multi-GPU job's total on
+ *    that node.
+ * A pass builds the tree only after a few plain scans, on clusters large
+ * enough, and for inputs without non-finite numbers (see struct pass).
+ * tests/unit/test_sched.c holds decisions recorded from the plain scan on
+ * random inputs (tests/sched/random_golden.txt) and checks them all.
  */
 #include "colloc/sched.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,20 +65,83 @@ struct wgpu {
 	bool closed; /* unusable or held by an exclusive job */
 };
 
+/* GPUs per leaf of the search tree: a leaf is scanned GPU by GPU. */
+#define BUCKET 8
+/* Free-memory levels a summary keeps minima for (see struct summ), chosen
+ * from a sample of at most LEVEL_SAMPLE queued jobs. */
+#define MAX_LEVELS 8
+#define LEVEL_SAMPLE 256
+_Static_assert(MAX_LEVELS >= 3, "levels: 0, the least need, the largest");
+/* Searches a pass makes by looking at every GPU before it builds the tree;
+ * and the fewest GPUs for which the tree is worth it at all. */
+#define PLAIN_SCANS 8
+#define TREE_MIN_GPUS 64
+
+/*
+ * What a search needs to know of a set of GPUs to skip it without looking
+ * at each: per class of open GPU (0: running nothing, 1: busy; closed GPUs
+ * are in neither), the extremes of the quantities that the rules and the
+ * scores read. Every score is non-decreasing in each of them, rounding
+ * included, so a score computed from the extremes bounds the score of every
+ * GPU of the set.
+ *
+ * The GPU with the lowest key (predicted activity for estimate-aware,
+ * activity for least-utilized) is often one too full for the job, and then
+ * a minimum over all GPUs bounds poorly. So the minima are kept per level
+ * of free memory too: lv[l] is over the GPUs with at least level[l] bytes
+ * free, and a job that needs T bytes reads the highest level <= T. The
+ * counts bound a multi-GPU job's total score per node.
+ */
+struct summ {
+	uint64_t max_free[2];
+	bool has[2];
+	struct {
+		uint64_t min_free[2];
+		double min_key[2];
+		int count[2];
+	} lv[MAX_LEVELS];
+};
+
 struct pass {
 	const struct colloc_sched_config *cfg;
 	const struct colloc_sched_state *st;
 	struct wgpu *w;
-	uint64_t max_free; /* largest free memory of an open GPU */
-	uint64_t max_free_empty; /* ... of an open GPU running nothing */
-	double min_pred_busy; /* smallest predicted activity of an open busy GPU */
 	int cursor; /* round-robin: the GPU to try first */
 	int *by_node; /* GPU indices grouped by node, in order of nodes' first GPU */
 	int *node_start; /* node k's GPUs: by_node[node_start[k] .. node_start[k+1]) */
+	int *node_of; /* GPU -> its node's rank */
 	int n_nodes;
-	/* Jobs that failed to place since the last placement: any job that
-	 * asks for at least as much of everything fails too, without a scan
-	 * (what keeps a pass over a long queue fast once the cluster is full). */
+	/* A segment tree over buckets of BUCKET GPUs: tree[1] covers all,
+	 * tree[k]'s halves are tree[2k] and tree[2k+1], bucket b is leaf
+	 * tree[leaves + b]. A placement changes only its buckets' paths to the
+	 * root, and a search descends only into halves that may hold a GPU
+	 * better than the best found so far. */
+	struct summ *tree;
+	int leaves; /* a power of two >= the number of buckets */
+	/* The same per node, for multi-GPU jobs; a node whose GPUs are
+	 * exactly a bucket's (the usual layout) reads the bucket's leaf. */
+	struct summ *node_own;
+	int *node_bucket; /* that bucket, or -1 */
+	double *node_lb; /* scratch: bounds of the nodes in node_ok */
+	int *node_ok; /* scratch: nodes that may hold a multi-GPU job */
+	uint64_t level[MAX_LEVELS]; /* ascending, level[0] = 0 */
+	int n_levels;
+	/* Searches look at every GPU, as the rules are written, until the
+	 * tree pays: building it costs about as much as a few such scans, many
+	 * passes (the simulator's, one per event) need only a few, and on a
+	 * small cluster a scan is as fast as the tree. And for good when the
+	 * bounds cannot be trusted: they hold for finite numbers, not for an
+	 * input with NaN, an infinity or an absurd magnitude (where sums could
+	 * overflow). */
+	bool built, plain;
+	int scans; /* searches made without the tree */
+	/* Jobs that failed to place: any job that asks for at least as much of
+	 * everything fails too, without a search (what keeps a pass over a
+	 * long queue fast once the cluster is full). A placement only takes
+	 * from GPUs (less free memory, more jobs and predicted activity), so a
+	 * failure stays one for the rest of the pass -- unless the job placed
+	 * predicts negative (or NaN) activity, which clears the list, as does
+	 * every placement in a plain pass (see refused_as_before). */
 	struct failpt {
 		uint64_t need;
 		double util;
@@ -109,29 +190,6 @@ static uint64_t free_of(const struct pass *p, int g)
 	return w->committed >= w->total ? 0 : w->total - w->committed;
 }
 
-/* Summaries that let most jobs that cannot start be refused without a
- * scan over the GPUs (recomputed after every placement). */
-static void refresh_max_free(struct pass *p)
-{
-	p->max_free = 0;
-	p->max_free_empty = 0;
-	p->min_pred_busy = 1e300;
-	for (int g = 0; g < p->st->n_gpus; g++) {
-		const struct wgpu *w = &p->w[g];
-		uint64_t f;
-
-		if (w->closed)
-			continue;
-		f = free_of(p, g);
-		if (f > p->max_free)
-			p->max_free = f;
-		if (w->jobs == 0 && f > p->max_free_empty)
-			p->max_free_empty = f;
-		if (w->jobs > 0 && w->pred < p->min_pred_busy)
-			p->min_pred_busy = w->pred;
-	}
-}
-
 static bool sat_fits(uint64_t need, uint64_t headroom, uint64_t free_bytes)
 {
 	return need <= free_bytes && headroom <= free_bytes - need;
@@ -154,6 +212,18 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 	return true;
 }
 
+/* The two scores that mix quantities, shared by score() and the bounds so
+ * that both round alike. */
+static double ea_score(double pred, double util_pred, uint64_t free_bytes)
+{
+	return (pred + util_pred) * 1e15 + (double)free_bytes;
+}
+
+static double lu_score(double util, int g)
+{
+	return util * 1e6 + (double)g * 1e-3;
+}
+
 /* Lower is better. */
 static double score(const struct pass *p, const struct colloc_sched_job *j, int g)
 {
@@ -165,40 +235,331 @@ static double score(const struct pass *p, const struct colloc_sched_job *j, int 
 	case COLLOC_POLICY_MOST_FREE_MEMORY:
 		return -(double)free_of(p, g);
 	case COLLOC_POLICY_LEAST_UTILIZED:
-		return p->w[g].util * 1e6 + (double)g * 1e-3;
+		return lu_score(p->w[g].util, g);
 	case COLLOC_POLICY_ESTIMATE_AWARE:
 		/* Lowest combined predicted activity; among equals the
 		 * tightest memory fit, which keeps big holes for big jobs. */
-		return (p->w[g].pred + j->util_pred) * 1e15 + (double)free_of(p, g);
+		return ea_score(p->w[g].pred, j->util_pred, free_of(p, g));
 	default: /* exclusive: first free GPU */
 		return (double)g;
 	}
 }
 
-/* Choose job j's GPUs into out[]; false if it cannot start now. */
-static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
+static void summ_clear(const struct pass *p, struct summ *s)
+{
+	for (int c = 0; c < 2; c++) {
+		s->max_free[c] = 0;
+		s->has[c] = false;
+		for (int l = 0; l < p->n_levels; l++) {
+			s->lv[l].min_free[c] = UINT64_MAX;
+			s->lv[l].min_key[c] = HUGE_VAL;
+			s->lv[l].count[c] = 0;
+		}
+	}
+}
+
+static void summ_add_gpu(const struct pass *p, struct summ *s, int g)
+{
+	const struct wgpu *w = &p->w[g];
+	int c = w->jobs > 0;
+	uint64_t f = free_of(p, g);
+	double key = p->cfg->policy == COLLOC_POLICY_LEAST_UTILIZED ? w->util : w->pred;
+
+	if (w->closed)
+		return;
+	s->has[c] = true;
+	if (f > s->max_free[c])
+		s->max_free[c] = f;
+	for (int l = 0; l < p->n_levels && f >= p->level[l]; l++) {
+		if (f < s->lv[l].min_free[c])
+			s->lv[l].min_free[c] = f;
+		if (key < s->lv[l].min_key[c])
+			s->lv[l].min_key[c] = key;
+		s->lv[l].count[c]++;
+	}
+}
+
+static void summ_merge(const struct pass *p, struct summ *s, const struct summ *a,
+		       const struct summ *b)
+{
+	for (int c = 0; c < 2; c++) {
+		s->has[c] = a->has[c] || b->has[c];
+		s->max_free[c] =
+			a->max_free[c] > b->max_free[c] ? a->max_free[c] : b->max_free[c];
+		for (int l = 0; l < p->n_levels; l++) {
+			s->lv[l].min_free[c] = a->lv[l].min_free[c] < b->lv[l].min_free[c]
+						       ? a->lv[l].min_free[c]
+						       : b->lv[l].min_free[c];
+			s->lv[l].min_key[c] = a->lv[l].min_key[c] < b->lv[l].min_key[c]
+						      ? a->lv[l].min_key[c]
+						      : b->lv[l].min_key[c];
+			s->lv[l].count[c] = a->lv[l].count[c] + b->lv[l].count[c];
+		}
+	}
+}
+
+static const struct summ *node_summ(const struct pass *p, int nk)
+{
+	return p->node_bucket[nk] >= 0 ? &p->tree[p->leaves + p->node_bucket[nk]]
+				       : &p->node_own[nk];
+}
+
+static void node_refresh(struct pass *p, int nk)
+{
+	struct summ *s = &p->node_own[nk];
+
+	if (p->node_bucket[nk] >= 0)
+		return;
+	summ_clear(p, s);
+	for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++)
+		summ_add_gpu(p, s, p->by_node[i]);
+}
+
+static void tree_leaf(struct pass *p, int b)
+{
+	struct summ *s = &p->tree[p->leaves + b];
+
+	summ_clear(p, s);
+	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->st->n_gpus; g++)
+		summ_add_gpu(p, s, g);
+}
+
+/* Bucket b changed: its leaf, its ancestors. */
+static void tree_update(struct pass *p, int b)
+{
+	tree_leaf(p, b);
+	for (size_t k = ((size_t)p->leaves + (size_t)b) / 2; k >= 1; k /= 2)
+		summ_merge(p, &p->tree[k], &p->tree[2 * k], &p->tree[2 * k + 1]);
+}
+
+/* One job as a search sees it. */
+struct want {
+	const struct colloc_sched_job *j;
+	uint64_t min_free; /* need + headroom */
+	int lv; /* the highest level <= min_free */
+	bool cls[2]; /* may use GPUs of class 0 (empty), 1 (busy) */
+};
+
+/*
+ * Whether GPUs of class c in a set (summary s, indices within [lo, hi]) may
+ * hold a candidate for q, and if so a lower bound on those candidates'
+ * scores in *lb. Never says no where there is a candidate.
+ */
+static bool class_bound(const struct pass *p, const struct want *q, const struct summ *s,
+			int c, int lo, int hi, double *lb)
+{
+	const struct colloc_sched_config *cfg = p->cfg;
+	uint64_t min_free = s->lv[q->lv].min_free[c];
+	double min_key = s->lv[q->lv].min_key[c];
+
+	if (!q->cls[c] || !s->has[c] || s->max_free[c] < q->min_free)
+		return false;
+	if (c == 1 && cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE &&
+	    min_key + q->j->util_pred > cfg->util_bound + 1e-9)
+		return false;
+	switch (cfg->policy) {
+	case COLLOC_POLICY_ROUND_ROBIN: {
+		int n = p->st->n_gpus;
+
+		*lb = lo >= p->cursor  ? (double)(lo - p->cursor)
+		      : hi < p->cursor ? (double)(lo - p->cursor + n)
+				       : 0;
+		break;
+	}
+	case COLLOC_POLICY_MOST_FREE_MEMORY:
+		*lb = -(double)s->max_free[c];
+		break;
+	case COLLOC_POLICY_LEAST_UTILIZED:
+		*lb = lu_score(min_key, lo);
+		break;
+	case COLLOC_POLICY_ESTIMATE_AWARE:
+		*lb = ea_score(min_key, q->j->util_pred,
+			       min_free > q->min_free ? min_free : q->min_free);
+		break;
+	default:
+		*lb = (double)lo;
+		break;
+	}
+	return true;
+}
+
+/* The same over both classes. */
+static bool bound(const struct pass *p, const struct want *q, const struct summ *s,
+		  int lo, int hi, double *lb)
+{
+	double b[2];
+	bool ok0 = class_bound(p, q, s, 0, lo, hi, &b[0]),
+	     ok1 = class_bound(p, q, s, 1, lo, hi, &b[1]);
+
+	if (ok0 && ok1)
+		*lb = b[1] < b[0] ? b[1] : b[0];
+	else if (ok0 || ok1)
+		*lb = ok0 ? b[0] : b[1];
+	return ok0 || ok1;
+}
+
+/*
+ * Whether node nk may hold n candidates for q, and if so a lower bound on
+ * their total score in *lb: the candidates are among the GPUs counted at
+ * q's level, each scores at least its class's bound, and the total adds the
+ * n lowest scores in ascending order -- so the n lowest class bounds, added
+ * in the same order, bound it (rounding is monotone).
+ */
+static bool node_bound(const struct pass *p, const struct want *q, int nk, double *lb)
+{
+	const struct summ *s = node_summ(p, nk);
+	int lo = p->by_node[p->node_start[nk]],
+	    hi = p->by_node[p->node_start[nk + 1] - 1];
+	int n = q->j->n_gpus, cnt[2] = {0, 0}, first;
+	double b[2] = {0, 0};
+
+	if (s->lv[q->lv].count[0] + (q->cls[1] ? s->lv[q->lv].count[1] : 0) < n)
+		return false;
+	for (int c = 0; c < 2; c++)
+		if (class_bound(p, q, s, c, lo, hi, &b[c]))
+			cnt[c] = s->lv[q->lv].count[c];
+	if (cnt[0] + cnt[1] < n)
+		return false;
+	first = cnt[0] == 0 || (cnt[1] > 0 && b[1] < b[0]);
+	*lb = 0;
+	for (int k = 0; k < n; k++)
+		*lb += k < cnt[first] ? b[first] : b[!first];
+	return true;
+}
+
+struct best {
+	double score;
+	int g;
+	bool found;
+};
+
+/* Could a set with bound lb whose first GPU is lo improve on b? Ties go
+ * to the lower GPU index, as in a scan in index order. */
+static bool may_improve(const struct best *b, double lb, int lo)
+{
+	return !b->found || lb < b->score || (lb == b->score && lo < b->g);
+}
+
+/* Best candidate for q under tree node k (buckets lo .. lo + width - 1,
+ * bound lb), into b. */
+static void search(const struct pass *p, const struct want *q, size_t k, int lo,
+		   int width, double lb, struct best *b)
+{
+	int half = width / 2, n = p->st->n_gpus;
+	double lbs[2] = {0, 0};
+	bool ok[2];
+
+	if (!may_improve(b, lb, lo * BUCKET))
+		return;
+	if (width == 1) {
+		int end = (lo + 1) * BUCKET < n ? (lo + 1) * BUCKET : n;
+
+		for (int g = lo * BUCKET; g < end; g++) {
+			double s;
+
+			if (!candidate(p, q->j, g))
+				continue;
+			s = score(p, q->j, g);
+			if (may_improve(b, s, g)) {
+				b->score = s;
+				b->g = g;
+				b->found = true;
+			}
+		}
+		return;
+	}
+	for (int c = 0; c < 2; c++) {
+		int clo = (lo + c * half) * BUCKET, chi = clo + half * BUCKET - 1;
+
+		ok[c] = clo < n && bound(p, q, &p->tree[2 * k + (size_t)c], clo,
+					 chi < n ? chi : n - 1, &lbs[c]);
+	}
+	/* The more promising half first: its best prunes more of the other. */
+	if (ok[0] && ok[1] && lbs[1] < lbs[0]) {
+		search(p, q, 2 * k + 1, lo + half, half, lbs[1], b);
+		search(p, q, 2 * k, lo, half, lbs[0], b);
+		return;
+	}
+	if (ok[0])
+		search(p, q, 2 * k, lo, half, lbs[0], b);
+	if (ok[1])
+		search(p, q, 2 * k + 1, lo + half, half, lbs[1], b);
+}
+
+/* Node nk's best n candidates for j into pick[], their total score into
+ * *total; false if it has fewer than n. */
+static bool node_best(const struct pass *p, const struct colloc_sched_job *j, int nk,
+		      int *pick, double *total)
+{
+	double sc[COLLOC_SCHED_MAX_GPUS];
+	int n = 0;
+
+	for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
+		int g = p->by_node[i], k;
+		double s;
+
+		if (!candidate(p, j, g))
+			continue;
+		s = score(p, j, g);
+		/* insertion into the n best so far */
+		if (n > 0 && n == j->n_gpus && s >= sc[n - 1])
+			continue;
+		k = n < j->n_gpus ? n++ : n - 1;
+		while (k > 0 && sc[k - 1] > s) {
+			sc[k] = sc[k - 1];
+			pick[k] = pick[k - 1];
+			k--;
+		}
+		sc[k] = s;
+		pick[k] = g;
+	}
+	if (n < j->n_gpus)
+		return false;
+	*total = 0;
+	for (int k = 0; k < n; k++)
+		*total += sc[k];
+	return true;
+}
+
+/*
+ * The quick refusals of the first, scan-only version of place(). With a
+ * NaN predicted activity on a busy GPU they refuse some jobs that the
+ * rules would start (the smallest prediction passes over NaN). Kept for
+ * plain passes, with the list of failures cleared after each placement as
+ * it was then, so that no decision changes; for inputs without NaN they
+ * refuse only what the rules do, and a pass with the tree does without.
+ */
+static bool refused_as_before(const struct pass *p, const struct colloc_sched_job *j)
+{
+	uint64_t max_free_empty = 0;
+	double min_pred_busy = 1e300;
+
+	for (int g = 0; g < p->st->n_gpus; g++) {
+		const struct wgpu *w = &p->w[g];
+		uint64_t f;
+
+		if (w->closed)
+			continue;
+		f = free_of(p, g);
+		if (w->jobs == 0 && f > max_free_empty)
+			max_free_empty = f;
+		if (w->jobs > 0 && w->pred < min_pred_busy)
+			min_pred_busy = w->pred;
+	}
+	if (sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes, max_free_empty))
+		return false;
+	return j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE ||
+	       (p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE &&
+		min_pred_busy + j->util_pred > p->cfg->util_bound + 1e-9);
+}
+
+/* place() by looking at every GPU, every node, as the rules are written. */
+static bool place_plain(const struct pass *p, const struct colloc_sched_job *j, int *out)
 {
 	const struct colloc_sched_state *st = p->st;
 	double best_total = 0;
 	bool found = false;
 
-	if (!sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes, p->max_free))
-		return false;
-	if (dominated(p, j))
-		return false;
-	{
-		/* No empty GPU can take it, and on every busy one the job alone
-		 * already breaks a rule: no need to look further. */
-		bool empty_ok = sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes,
-					 p->max_free_empty);
-
-		if (!empty_ok &&
-		    (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE))
-			return false;
-		if (!empty_ok && p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE &&
-		    p->min_pred_busy + j->util_pred > p->cfg->util_bound + 1e-9)
-			return false;
-	}
 	if (j->n_gpus == 1) {
 		double best = 0;
 
@@ -216,43 +577,95 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 		}
 		return found;
 	}
-	/* Several GPUs: the best n candidates of each node, best node wins. */
 	for (int nk = 0; nk < p->n_nodes; nk++) {
-		int pick[COLLOC_SCHED_MAX_GPUS] = {0}, n = 0;
-		double sc[COLLOC_SCHED_MAX_GPUS] = {0}, total = 0;
+		int pick[COLLOC_SCHED_MAX_GPUS];
+		double total;
 
-		if (p->node_start[nk + 1] - p->node_start[nk] < j->n_gpus)
+		if (p->node_start[nk + 1] - p->node_start[nk] < j->n_gpus ||
+		    !node_best(p, j, nk, pick, &total))
 			continue;
-		for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
-			int g = p->by_node[i], k;
-			double s;
-
-			if (!candidate(p, j, g))
-				continue;
-			s = score(p, j, g);
-			/* insertion into the n best so far */
-			if (n > 0 && n == j->n_gpus && s >= sc[n - 1])
-				continue;
-			k = n < j->n_gpus ? n++ : n - 1;
-			while (k > 0 && sc[k - 1] > s) {
-				sc[k] = sc[k - 1];
-				pick[k] = pick[k - 1];
-				k--;
-			}
-			sc[k] = s;
-			pick[k] = g;
-		}
-		if (n < j->n_gpus)
-			continue;
-		for (int k = 0; k < n; k++)
-			total += sc[k];
 		if (!found || total < best_total) {
 			best_total = total;
-			memcpy(out, pick, sizeof(int) * (size_t)n);
+			memcpy(out, pick, sizeof(int) * (size_t)j->n_gpus);
 			found = true;
 		}
 	}
 	return found;
+}
+
+/* Choose job j's GPUs into out[]; false if it cannot start now. */
+static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
+{
+	const struct colloc_sched_state *st = p->st;
+	struct want q = {j, 0, 0, {true, true}};
+	double best_total = 0, lb = 0;
+	int n_ok = 0, first = 0, best_node = 0;
+	bool found = false;
+
+	/* Overflow: no GPU has that much memory. */
+	if (j->mem_need_bytes > UINT64_MAX - p->cfg->headroom_bytes)
+		return false;
+	q.min_free = j->mem_need_bytes + p->cfg->headroom_bytes;
+	while (q.lv + 1 < p->n_levels && p->level[q.lv + 1] <= q.min_free)
+		q.lv++;
+	q.cls[1] = !(j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE);
+	if (dominated(p, j))
+		return false;
+	if (!p->built) {
+		p->scans++;
+		if (p->plain && refused_as_before(p, j))
+			return false;
+		return place_plain(p, j, out);
+	}
+	if (!bound(p, &q, &p->tree[1], 0, st->n_gpus - 1, &lb))
+		return false;
+	if (j->n_gpus == 1) {
+		struct best b = {0, 0, false};
+
+		search(p, &q, 1, 0, p->leaves, lb, &b);
+		out[0] = b.g;
+		return b.found;
+	}
+	/* Several GPUs: the best n candidates of each node, the lowest total
+	 * wins, the first node among equals. Bound every node, then look at
+	 * the most promising one first: its total lets most others go by their
+	 * bound alone. */
+	for (int nk = 0; nk < p->n_nodes; nk++) {
+		if (p->node_start[nk + 1] - p->node_start[nk] < j->n_gpus ||
+		    !node_bound(p, &q, nk, &p->node_lb[n_ok]))
+			continue;
+		if (n_ok == 0 || p->node_lb[n_ok] < p->node_lb[first])
+			first = n_ok;
+		p->node_ok[n_ok++] = nk;
+	}
+	for (int i = -1; i < n_ok; i++) {
+		int k = i < 0 ? first : i, nk, pick[COLLOC_SCHED_MAX_GPUS];
+		double total;
+
+		if (n_ok == 0 || (k == first && i >= 0))
+			continue;
+		nk = p->node_ok[k];
+		if (found && !(p->node_lb[k] < best_total ||
+			       (p->node_lb[k] == best_total && nk < best_node)))
+			continue;
+		if (!node_best(p, j, nk, pick, &total))
+			continue;
+		if (!found || total < best_total ||
+		    (total == best_total && nk < best_node)) {
+			best_total = total;
+			best_node = nk;
+			memcpy(out, pick, sizeof(int) * (size_t)j->n_gpus);
+			found = true;
+		}
+	}
+	return found;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 /* Group GPUs by node (stable, nodes in order of their first GPU). */
@@ -263,11 +676,9 @@ static int group_nodes(struct pass *p)
 
 	p->by_node = malloc(sizeof(int) * (size_t)n);
 	p->node_start = malloc(sizeof(int) * ((size_t)n + 1));
-	first_of = malloc(sizeof(int) * (size_t)n); /* GPU -> rank of its node */
-	if (!p->by_node || !p->node_start || !first_of) {
-		free(first_of);
+	first_of = p->node_of = malloc(sizeof(int) * (size_t)n); /* GPU -> rank */
+	if (!p->by_node || !p->node_start || !first_of)
 		return -ENOMEM;
-	}
 	/* Rank nodes by first appearance with a small open-addressing map
 	 * from node id to rank, sized to a power of two >= 2n. */
 	{
@@ -283,7 +694,6 @@ static int group_nodes(struct pass *p)
 			free(keys);
 			free(ranks);
 			free(counts);
-			free(first_of);
 			return -ENOMEM;
 		}
 		for (size_t k = 0; k < cap; k++)
@@ -313,7 +723,6 @@ static int group_nodes(struct pass *p)
 		free(ranks);
 		free(counts);
 	}
-	free(first_of);
 	return 0;
 }
 
@@ -329,8 +738,27 @@ static void commit(struct pass *p, const struct colloc_sched_job *j, const int *
 		if (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE)
 			w->closed = true;
 	}
-	refresh_max_free(p);
-	p->n_fails = 0;
+	for (int k = 0; k < j->n_gpus && p->built; k++) {
+		int b = gpus[k] / BUCKET, seen = 0;
+
+		for (int i = 0; i < k; i++)
+			seen |= gpus[i] / BUCKET == b;
+		if (!seen)
+			tree_update(p, b);
+	}
+	/* A job's GPUs share one node. */
+	if (p->built)
+		node_refresh(p, p->node_of[gpus[0]]);
+	if (p->plain || !(j->util_pred >= 0))
+		p->n_fails = 0;
+}
+
+/* Whether x is a number the bounds can work with: finite, and small enough
+ * that any sum of them that fits in memory, times 1e15, stays far from
+ * overflow. */
+static bool sane(double x)
+{
+	return x >= -1e6 && x <= 1e6;
 }
 
 /* Sort key of a queued job; carrying the keys avoids a global for qsort. */
@@ -352,6 +780,81 @@ static int cmp_queue(const void *a, const void *b)
 	if (x->id != y->id)
 		return x->id < y->id ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Free-memory levels for the summaries: quantiles of what the jobs still
+ * queued need, so that most searches read minima over nearly only the GPUs
+ * with room enough. Only the policies whose scores read a key use them.
+ * They affect speed, never decisions. */
+static void choose_levels(struct pass *p, const struct colloc_sched_job *queue,
+			  const struct qkey *rest, size_t n_rest)
+{
+	uint64_t t[LEVEL_SAMPLE];
+	size_t n = 0;
+
+	p->level[0] = 0;
+	p->n_levels = 1;
+	if (p->cfg->policy != COLLOC_POLICY_ESTIMATE_AWARE &&
+	    p->cfg->policy != COLLOC_POLICY_LEAST_UTILIZED)
+		return;
+	/* A sample, evenly spaced, is enough for quantiles. */
+	for (size_t k = 0; k < n_rest; k += n_rest / LEVEL_SAMPLE + 1) {
+		const struct colloc_sched_job *j = &queue[rest[k].idx];
+
+		if (j->mem_need_bytes <= UINT64_MAX - p->cfg->headroom_bytes)
+			t[n++] = j->mem_need_bytes + p->cfg->headroom_bytes;
+	}
+	qsort(t, n, sizeof(*t), cmp_u64);
+	/* From the least need (below it a GPU is of no use to any job) to the
+	 * largest. */
+	for (int l = 1; l < MAX_LEVELS && n > 0; l++) {
+		uint64_t v = t[(size_t)(l - 1) * (n - 1) / (MAX_LEVELS - 2)];
+
+		if (v > p->level[p->n_levels - 1])
+			p->level[p->n_levels++] = v;
+	}
+}
+
+/* Build the search tree and the node summaries for the jobs rest[0..n_rest)
+ * still to decide. On failure (out of memory) the pass carries on without
+ * them: the same decisions, more slowly. */
+static void build_index(struct pass *p, const struct colloc_sched_job *queue,
+			const struct qkey *rest, size_t n_rest)
+{
+	const struct colloc_sched_state *st = p->st;
+	size_t n_nodes = (size_t)p->n_nodes;
+
+	for (p->leaves = 1; (size_t)p->leaves * BUCKET < (size_t)st->n_gpus;
+	     p->leaves *= 2)
+		;
+	p->tree = malloc(2 * (size_t)p->leaves * sizeof(*p->tree));
+	p->node_own = malloc(n_nodes * sizeof(*p->node_own));
+	p->node_bucket = malloc(n_nodes * sizeof(*p->node_bucket));
+	p->node_lb = malloc(n_nodes * sizeof(*p->node_lb));
+	p->node_ok = malloc(n_nodes * sizeof(*p->node_ok));
+	if (!p->tree || !p->node_own || !p->node_bucket || !p->node_lb || !p->node_ok) {
+		p->plain = true;
+		return;
+	}
+	choose_levels(p, queue, rest, n_rest);
+	for (int b = 0; b < p->leaves; b++)
+		tree_leaf(p, b);
+	for (size_t k = (size_t)p->leaves - 1; k >= 1; k--)
+		summ_merge(p, &p->tree[k], &p->tree[2 * k], &p->tree[2 * k + 1]);
+	for (int k = 0; k < p->n_nodes; k++) {
+		int first = p->by_node[p->node_start[k]],
+		    size = p->node_start[k + 1] - p->node_start[k];
+
+		/* A node's GPUs are in ascending order: first and last tell
+		 * whether they are one bucket. */
+		p->node_bucket[k] = -1;
+		if (first % BUCKET == 0 &&
+		    size == (st->n_gpus - first < BUCKET ? st->n_gpus - first : BUCKET) &&
+		    p->by_node[p->node_start[k + 1] - 1] == first + size - 1)
+			p->node_bucket[k] = first / BUCKET;
+		node_refresh(p, k);
+	}
+	p->built = true;
 }
 
 static int validate(const struct colloc_sched_state *st,
@@ -392,6 +895,7 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 {
 	struct pass p;
 	struct qkey *order = NULL;
+	int gpus[COLLOC_SCHED_MAX_GPUS] = {0};
 	size_t n_dec = 0;
 	int rc;
 
@@ -402,29 +906,29 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 		return rc;
 	if (st->n_gpus == 0 || n_queue == 0)
 		return 0;
+	memset(&p, 0, sizeof(p));
 	p.cfg = cfg;
 	p.st = st;
 	p.cursor = st->rr_cursor < 0 ? 0 : st->rr_cursor % st->n_gpus;
-	p.by_node = p.node_start = NULL;
-	p.n_fails = 0;
 	p.w = calloc((size_t)st->n_gpus, sizeof(*p.w));
 	order = malloc(n_queue * sizeof(*order));
 	if (!p.w || !order || group_nodes(&p)) {
-		free(p.w);
-		free(order);
-		free(p.by_node);
-		free(p.node_start);
-		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
+		goto out;
 	}
 	for (int g = 0; g < st->n_gpus; g++) {
 		p.w[g].total = st->gpus[g].mem_total_bytes;
 		p.w[g].committed = st->gpus[g].mem_used_bytes;
 		p.w[g].util = st->gpus[g].util;
 		p.w[g].closed = !st->gpus[g].usable;
+		if (!sane(st->gpus[g].util))
+			p.plain = true;
 	}
 	for (size_t k = 0; k < st->n_running; k++) {
 		const struct colloc_sched_running *r = &st->running[k];
 
+		if (!sane(r->util_pred))
+			p.plain = true;
 		for (int i = 0; i < r->n_gpus; i++) {
 			struct wgpu *w = &p.w[r->gpus[i]];
 
@@ -437,12 +941,14 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 				w->closed = true;
 		}
 	}
+	for (size_t k = 0; k < n_queue; k++)
+		if (!sane(queue[k].util_pred))
+			p.plain = true;
 	/* A job that just started shows no activity yet: count at least
 	 * what its GPU's jobs are predicted to do. */
 	for (int g = 0; g < st->n_gpus; g++)
 		if (p.w[g].pred > p.w[g].util)
 			p.w[g].util = p.w[g].pred;
-	refresh_max_free(&p);
 	for (size_t k = 0; k < n_queue; k++) {
 		order[k].priority = queue[k].priority;
 		order[k].submit_ms = queue[k].submit_ms;
@@ -453,8 +959,10 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 
 	for (size_t k = 0; k < n_queue && n_dec < cap; k++) {
 		const struct colloc_sched_job *j = &queue[order[k].idx];
-		int gpus[COLLOC_SCHED_MAX_GPUS];
 
+		if (!p.built && !p.plain && p.scans >= PLAIN_SCANS &&
+		    st->n_gpus >= TREE_MIN_GPUS)
+			build_index(&p, queue, order + k, n_queue - k);
 		if (place(&p, j, gpus)) {
 			struct colloc_sched_decision *d = &out[n_dec++];
 
@@ -471,12 +979,19 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 		if (!cfg->backfill || st->now_ms - j->submit_ms >= cfg->starve_ms)
 			break;
 	}
-	free(p.w);
-	free(order);
-	free(p.by_node);
-	free(p.node_start);
 	*n_out = n_dec;
 	if (rr_cursor_out)
 		*rr_cursor_out = p.cursor;
-	return 0;
+out:
+	free(p.node_ok);
+	free(p.node_lb);
+	free(p.node_bucket);
+	free(p.node_own);
+	free(p.node_of);
+	free(p.node_start);
+	free(p.by_node);
+	free(order);
+	free(p.tree);
+	free(p.w);
+	return rc;
 }

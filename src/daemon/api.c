@@ -1,0 +1,853 @@
+/*
+ * api.c — collocd's HTTP/JSON API (docs/api.md): routing, request
+ * validation and JSON for jobs and GPUs. See api.h.
+ *
+ * Every request that fails validation is answered before the daemon is
+ * touched, so a malformed request changes nothing.
+ */
+#include "daemon/api.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "colloc/sched.h"
+#include "colloc/units.h"
+
+#define API_MAX_ARGS 4096
+#define API_MAX_ENV 4096
+#define API_MAX_PRIORITY 1000
+#define API_MAX_MEM_BYTES (1ull << 50) /* 1 PiB: no GPU comes close */
+#define API_MAX_STATES 8
+
+void cd_api_response_fini(struct cd_api_response *r)
+{
+	if (!r)
+		return;
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+static void set_json(struct cd_api_response *r, int status, cJSON *obj)
+{
+	char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+
+	cJSON_Delete(obj);
+	free(r->body);
+	r->content_type = "application/json";
+	if (!text) {
+		static const char oom[] =
+			"{\"error\":{\"status\":500,\"code\":\"internal\","
+			"\"message\":\"out of memory\"}}";
+
+		r->status = 500;
+		r->body = malloc(sizeof(oom));
+		r->body_len = r->body ? sizeof(oom) - 1 : 0;
+		if (r->body)
+			memcpy(r->body, oom, sizeof(oom));
+		return;
+	}
+	r->status = status;
+	r->body = text;
+	r->body_len = strlen(text);
+}
+
+static const char *status_code_name(int status)
+{
+	switch (status) {
+	case 400:
+		return "bad_request";
+	case 403:
+		return "forbidden";
+	case 404:
+		return "not_found";
+	case 405:
+		return "method_not_allowed";
+	case 409:
+		return "conflict";
+	case 413:
+		return "too_large";
+	case 503:
+		return "unavailable";
+	default:
+		return "internal";
+	}
+}
+
+static void set_error(struct cd_api_response *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_error(struct cd_api_response *r, int status, const char *fmt, ...)
+{
+	char msg[COLLOC_DIAG_MAX + 128];
+	cJSON *root = cJSON_CreateObject();
+	cJSON *err = cJSON_AddObjectToObject(root, "error");
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (err) {
+		cJSON_AddNumberToObject(err, "status", status);
+		cJSON_AddStringToObject(err, "code", status_code_name(status));
+		cJSON_AddStringToObject(err, "message", msg);
+	}
+	set_json(r, status, root);
+}
+
+/* The HTTP status for a daemon operation's error code. */
+static int status_of(int rc)
+{
+	switch (rc) {
+	case COLLOC_ENOTFOUND:
+		return 404;
+	case COLLOC_EUSAGE:
+	case COLLOC_EFORMAT:
+		return 400;
+	case COLLOC_ELIMIT:
+		return 413;
+	default:
+		return 500;
+	}
+}
+
+/* --- request bodies ------------------------------------------------------ */
+
+void cd_submit_fini(struct cd_submit *s)
+{
+	if (!s)
+		return;
+	free(s->argv_json);
+	free(s->env_json);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Copy the string member `key` of obj into buf; absent is fine (buf keeps
+ * its value), anything else but a string that fits is an error. */
+static int get_string(const cJSON *obj, const char *key, char *buf, size_t len,
+		      bool required, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	size_t n;
+
+	if (!v) {
+		if (required)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field '%s' is required", key);
+		return 0;
+	}
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field '%s': expected a string", key);
+	n = strlen(v->valuestring);
+	if (n >= len)
+		return colloc_diag_set(diag, COLLOC_ELIMIT,
+				       "field '%s': longer than %zu bytes", key, len - 1);
+	memcpy(buf, v->valuestring, n + 1);
+	return 0;
+}
+
+/* An integer member in [lo, hi]; absent leaves *out. */
+static int get_int(const cJSON *obj, const char *key, double lo, double hi, double *out,
+		   struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+	    v->valuedouble < lo || v->valuedouble > hi)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field '%s': expected an integer %.0f..%.0f", key,
+				       lo, hi);
+	*out = v->valuedouble;
+	return 0;
+}
+
+/*
+ * Validate the string array `key` (each entry non-empty when nonempty,
+ * containing '=' when env) and store it re-serialised into *out.
+ */
+static int get_string_array(const cJSON *obj, const char *key, int max, bool env,
+			    char **out, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *e;
+	int n = 0;
+
+	if (!v)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "field '%s' is required",
+				       key);
+	if (!cJSON_IsArray(v))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field '%s': expected an array of strings", key);
+	cJSON_ArrayForEach(e, v)
+	{
+		if (!cJSON_IsString(e) || !e->valuestring)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field '%s': entry %d is not a string",
+					       key, n);
+		if (env && (e->valuestring[0] == '=' || !strchr(e->valuestring, '=')))
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field '%s': entry %d is not NAME=VALUE",
+					       key, n);
+		if (++n > max)
+			return colloc_diag_set(diag, COLLOC_ELIMIT,
+					       "field '%s': more than %d entries", key,
+					       max);
+	}
+	if (!env && (n == 0 || v->child->valuestring[0] == '\0'))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field '%s': needs a non-empty command", key);
+	*out = cJSON_PrintUnformatted(v);
+	if (!*out)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static const char *const submit_fields[] = {
+	"argv",	     "env",	   "cwd",  "name",  "gpus",	 "priority",
+	"mem_bytes", "mem_source", "util", "model", "exclusive", NULL,
+};
+
+int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
+			struct colloc_diag *diag)
+{
+	cJSON *root;
+	const cJSON *it;
+	double num;
+	int rc;
+
+	memset(req, 0, sizeof(*req));
+	req->n_gpus = 1;
+	req->util = -1;
+	snprintf(req->mem_source, sizeof(req->mem_source), "request");
+	if (!body || len == 0)
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "empty body: expected a JSON object");
+	if (len > CD_API_BODY_MAX)
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "body over %u bytes",
+				       CD_API_BODY_MAX);
+	root = cJSON_ParseWithLength(body, len);
+	if (!root)
+		return colloc_diag_set(diag, COLLOC_EFORMAT, "body is not valid JSON");
+	if (!cJSON_IsObject(root)) {
+		rc = colloc_diag_set(diag, COLLOC_EFORMAT, "body must be a JSON object");
+		goto out;
+	}
+	cJSON_ArrayForEach(it, root)
+	{
+		bool known = false;
+
+		for (int k = 0; submit_fields[k]; k++)
+			known = known ||
+				(it->string && strcmp(it->string, submit_fields[k]) == 0);
+		if (!known) {
+			rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown field '%s'",
+					     it->string ? it->string : "");
+			goto out;
+		}
+	}
+	if ((rc = get_string_array(root, "argv", API_MAX_ARGS, false, &req->argv_json,
+				   diag)) ||
+	    (rc = get_string_array(root, "env", API_MAX_ENV, true, &req->env_json,
+				   diag)) ||
+	    (rc = get_string(root, "cwd", req->cwd, sizeof(req->cwd), true, diag)) ||
+	    (rc = get_string(root, "name", req->name, sizeof(req->name), false, diag)) ||
+	    (rc = get_string(root, "model", req->model, sizeof(req->model), false,
+			     diag)) ||
+	    (rc = get_string(root, "mem_source", req->mem_source, sizeof(req->mem_source),
+			     false, diag)))
+		goto out;
+	if (req->cwd[0] != '/') {
+		rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+				     "field 'cwd': expected an absolute path");
+		goto out;
+	}
+	if (strcmp(req->mem_source, "request") != 0 &&
+	    strcmp(req->mem_source, "estimate") != 0) {
+		rc = colloc_diag_set(
+			diag, COLLOC_EUSAGE,
+			"field 'mem_source': expected \"request\" or \"estimate\"");
+		goto out;
+	}
+	num = 1;
+	if ((rc = get_int(root, "gpus", 1, COLLOC_SCHED_MAX_GPUS, &num, diag)))
+		goto out;
+	req->n_gpus = (int)num;
+	num = 0;
+	if ((rc = get_int(root, "priority", -API_MAX_PRIORITY, API_MAX_PRIORITY, &num,
+			  diag)))
+		goto out;
+	req->priority = (int)num;
+	num = 0;
+	if ((rc = get_int(root, "mem_bytes", 1, (double)API_MAX_MEM_BYTES, &num, diag)))
+		goto out;
+	req->mem_bytes = (uint64_t)num;
+	it = cJSON_GetObjectItemCaseSensitive(root, "util");
+	if (it) {
+		if (!cJSON_IsNumber(it) ||
+		    !(it->valuedouble >= 0 && it->valuedouble <= 1)) {
+			rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+					     "field 'util': expected a number 0..1");
+			goto out;
+		}
+		req->util = it->valuedouble;
+	}
+	it = cJSON_GetObjectItemCaseSensitive(root, "exclusive");
+	if (it) {
+		if (!cJSON_IsBool(it)) {
+			rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+					     "field 'exclusive': expected true or false");
+			goto out;
+		}
+		req->exclusive = cJSON_IsTrue(it);
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	if (rc)
+		cd_submit_fini(req);
+	return rc;
+}
+
+/* --- JSON of records ----------------------------------------------------- */
+
+static void add_time(cJSON *obj, const char *key, int64_t ms)
+{
+	if (ms > 0)
+		cJSON_AddNumberToObject(obj, key, (double)ms / 1000.0);
+	else
+		cJSON_AddNullToObject(obj, key);
+}
+
+cJSON *cd_api_job_json(struct cd_daemon *d, const struct cd_job *job, int detail)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *gpus;
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "id", (double)job->id);
+	cJSON_AddStringToObject(o, "name", job->name);
+	cJSON_AddStringToObject(o, "user", job->user);
+	cJSON_AddNumberToObject(o, "uid", job->uid);
+	cJSON_AddStringToObject(o, "state", cd_job_state_name(job->state));
+	if (job->exit_code >= 0)
+		cJSON_AddNumberToObject(o, "exit_code", job->exit_code);
+	else
+		cJSON_AddNullToObject(o, "exit_code");
+	if (job->term_signal > 0)
+		cJSON_AddNumberToObject(o, "signal", job->term_signal);
+	else
+		cJSON_AddNullToObject(o, "signal");
+	cJSON_AddStringToObject(o, "reason", job->reason);
+	gpus = cJSON_AddArrayToObject(o, "gpus");
+	for (int k = 0; gpus && k < job->n_assigned && k < COLLOC_SCHED_MAX_GPUS; k++)
+		cJSON_AddItemToArray(gpus, cJSON_CreateString(job->gpus[k]));
+	cJSON_AddNumberToObject(o, "n_gpus", job->n_gpus);
+	cJSON_AddNumberToObject(o, "attempts", job->attempts);
+	cJSON_AddNumberToObject(o, "mem_need_bytes", (double)job->mem_need_bytes);
+	cJSON_AddStringToObject(o, "mem_source", job->mem_source);
+	cJSON_AddNumberToObject(o, "util_pred", job->util_pred);
+	cJSON_AddNumberToObject(o, "priority", job->priority);
+	cJSON_AddBoolToObject(o, "exclusive", job->exclusive);
+	cJSON_AddNumberToObject(o, "peak_bytes", (double)job->peak_bytes);
+	cJSON_AddNumberToObject(o, "util_mean", job->util_mean);
+	cJSON_AddStringToObject(o, "model", job->model);
+	add_time(o, "submit_time", job->submit_ms);
+	add_time(o, "start_time", job->start_ms);
+	add_time(o, "end_time", job->end_ms);
+	if (detail) {
+		cJSON *argv = job->argv_json ? cJSON_Parse(job->argv_json) : NULL;
+		cJSON *env = job->env_json ? cJSON_Parse(job->env_json) : NULL;
+		cJSON *names = cJSON_AddArrayToObject(o, "env_names");
+		cJSON *events = cJSON_AddArrayToObject(o, "events");
+		const cJSON *e;
+		struct cd_event *ev = NULL;
+		size_t n_ev = 0;
+
+		cJSON_AddItemToObject(o, "argv", argv ? argv : cJSON_CreateArray());
+		cJSON_AddStringToObject(o, "cwd", job->cwd);
+		cJSON_ArrayForEach(e, env)
+		{
+			const char *eq =
+				cJSON_IsString(e) ? strchr(e->valuestring, '=') : NULL;
+			char name[256];
+
+			if (!eq || !names)
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - e->valuestring),
+				 e->valuestring);
+			cJSON_AddItemToArray(names, cJSON_CreateString(name));
+		}
+		cJSON_Delete(env);
+		if (d && events &&
+		    cd_store_event_list(cd_daemon_store(d), job->id, &ev, &n_ev, NULL) ==
+			    0) {
+			for (size_t k = 0; k < n_ev; k++) {
+				cJSON *x = cJSON_CreateObject();
+
+				cJSON_AddNumberToObject(x, "time",
+							(double)ev[k].ts_ms / 1000.0);
+				cJSON_AddStringToObject(x, "kind", ev[k].kind);
+				cJSON_AddStringToObject(x, "message", ev[k].message);
+				cJSON_AddItemToArray(events, x);
+			}
+			free(ev);
+		}
+	}
+	return o;
+}
+
+/* --- routing --------------------------------------------------------------- */
+
+/* A job id: decimal digits only, 1..2^63-1. */
+static bool parse_id(const char *s, size_t len, uint64_t *id)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || len > 19 || s[0] == '0')
+		return false;
+	for (size_t k = 0; k < len; k++) {
+		if (s[k] < '0' || s[k] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(s[k] - '0');
+	}
+	if (v > (uint64_t)INT64_MAX)
+		return false;
+	*id = v;
+	return true;
+}
+
+struct query {
+	bool all;
+	unsigned state_mask; /* 0 = all states */
+	uint64_t offset;
+	uint64_t max;
+};
+
+/* Parse "k=v&k=v"; unknown keys are errors so that typos are not ignored. */
+static int parse_query(const char *q, struct query *out, struct colloc_diag *diag)
+{
+	char buf[1024];
+	char *save = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->max = CD_API_BODY_MAX;
+	if (!q || !*q)
+		return 0;
+	if (strlen(q) >= sizeof(buf))
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "query string too long");
+	snprintf(buf, sizeof(buf), "%s", q);
+	for (char *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		const char *v = eq ? eq + 1 : "";
+
+		if (eq)
+			*eq = '\0';
+		if (strcmp(kv, "all") == 0) {
+			bool yes = *v == '\0' || strcmp(v, "1") == 0 ||
+				   strcmp(v, "true") == 0;
+			bool no = strcmp(v, "0") == 0 || strcmp(v, "false") == 0;
+
+			if (!yes && !no)
+				return colloc_diag_set(diag, COLLOC_EUSAGE,
+						       "query 'all': expected 1 or 0");
+			out->all = yes;
+		} else if (strcmp(kv, "state") == 0) {
+			char sbuf[256];
+			char *s2 = NULL;
+
+			snprintf(sbuf, sizeof(sbuf), "%s", v);
+			for (char *s = strtok_r(sbuf, ",", &s2); s;
+			     s = strtok_r(NULL, ",", &s2)) {
+				int st = cd_job_state_parse(s);
+
+				if (st < 0)
+					return colloc_diag_set(
+						diag, COLLOC_EUSAGE,
+						"query 'state': unknown state '%s'", s);
+				out->state_mask |= 1u << st;
+			}
+		} else if (strcmp(kv, "offset") == 0 || strcmp(kv, "max") == 0) {
+			uint64_t n;
+
+			if (colloc_parse_u64(v, UINT64_MAX, &n))
+				return colloc_diag_set(diag, COLLOC_EUSAGE,
+						       "query '%s': expected a number",
+						       kv);
+			if (kv[0] == 'o')
+				out->offset = n;
+			else
+				out->max = n < CD_API_BODY_MAX ? n : CD_API_BODY_MAX;
+		} else {
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "unknown query parameter '%s'", kv);
+		}
+	}
+	return 0;
+}
+
+static void handle_status(struct cd_daemon *d, const struct cd_peer *peer,
+			  struct cd_api_response *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	size_t queued = 0, running = 0;
+
+	cd_daemon_counts(d, &queued, &running);
+	cJSON_AddStringToObject(o, "version", COLLOC_VERSION);
+	cJSON_AddStringToObject(o, "backend", cd_daemon_backend(d));
+	cJSON_AddStringToObject(o, "policy",
+				colloc_policy_name(cd_daemon_config(d)->sched.policy));
+	cJSON_AddNumberToObject(o, "gpus", cd_daemon_gpu_count(d));
+	cJSON_AddNumberToObject(o, "queued", (double)queued);
+	cJSON_AddNumberToObject(o, "running", (double)running);
+	cJSON_AddNumberToObject(o, "uptime_s", cd_daemon_uptime_s(d));
+	cJSON_AddNumberToObject(o, "uid", peer->uid);
+	cJSON_AddBoolToObject(o, "admin", cd_daemon_is_admin(d, peer));
+	set_json(r, 200, o);
+}
+
+static void handle_stats(struct cd_daemon *d, struct cd_api_response *r)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_stats st;
+	cJSON *o;
+
+	if (cd_daemon_stats(d, &st, &diag)) {
+		set_error(r, 500, "%s", diag.msg);
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "policy",
+				colloc_policy_name(cd_daemon_config(d)->sched.policy));
+	cJSON_AddNumberToObject(o, "gpus", cd_daemon_gpu_count(d));
+	cJSON_AddNumberToObject(o, "jobs", (double)st.jobs);
+	cJSON_AddNumberToObject(o, "queued", (double)st.queued);
+	cJSON_AddNumberToObject(o, "running", (double)st.running);
+	cJSON_AddNumberToObject(o, "done", (double)st.done);
+	cJSON_AddNumberToObject(o, "failed", (double)st.failed);
+	cJSON_AddNumberToObject(o, "cancelled", (double)st.cancelled);
+	cJSON_AddNumberToObject(o, "makespan_s", st.makespan_s);
+	cJSON_AddNumberToObject(o, "mean_wait_s", st.mean_wait_s);
+	cJSON_AddNumberToObject(o, "mean_jct_s", st.mean_jct_s);
+	cJSON_AddNumberToObject(o, "busy_s", st.busy_s);
+	cJSON_AddNumberToObject(o, "gpu_util", st.gpu_util_mean);
+	cJSON_AddNumberToObject(o, "mem_util", st.mem_util_mean);
+	cJSON_AddNumberToObject(o, "shared_jobs", (double)st.shared_jobs);
+	cJSON_AddNumberToObject(o, "oom_requeued", (double)st.oom_requeued);
+	cJSON_AddNumberToObject(o, "oom_recovered", (double)st.oom_recovered);
+	cJSON_AddNumberToObject(o, "jobs_lost", (double)st.lost);
+	set_json(r, 200, o);
+}
+
+static void handle_submit(struct cd_daemon *d, const struct cd_peer *peer,
+			  const char *body, size_t len, struct cd_api_response *r)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_submit req;
+	struct cd_job job;
+	int rc;
+
+	if ((rc = cd_api_parse_submit(body, len, &req, &diag))) {
+		set_error(r, status_of(rc), "%s", diag.msg);
+		return;
+	}
+	if (!d) {
+		set_error(r, 503, "no daemon");
+		cd_submit_fini(&req);
+		return;
+	}
+	cd_job_init(&job);
+	rc = cd_daemon_submit(d, peer, &req, &job, &diag);
+	cd_submit_fini(&req);
+	if (rc) {
+		set_error(r, status_of(rc), "%s", diag.msg);
+		return;
+	}
+	set_json(r, 201, cd_api_job_json(d, &job, 0));
+	cd_job_fini(&job);
+}
+
+static void handle_list(struct cd_daemon *d, const struct cd_peer *peer,
+			const struct query *q, struct cd_api_response *r)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+	cJSON *o, *arr;
+	int rc;
+
+	if (q->all && !cd_daemon_is_admin(d, peer)) {
+		set_error(r, 403,
+			  "only administrators may list all jobs (root or group '%s')",
+			  cd_daemon_config(d)->admin_group[0]
+				  ? cd_daemon_config(d)->admin_group
+				  : "(none configured)");
+		return;
+	}
+	rc = cd_store_job_list(cd_daemon_store(d), q->state_mask ? q->state_mask : ~0u,
+			       q->all ? -1 : (int64_t)peer->uid, 0, &jobs, &n, &diag);
+	if (rc) {
+		set_error(r, 500, "%s", diag.msg);
+		return;
+	}
+	o = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(o, "jobs");
+	for (size_t k = 0; k < n; k++) {
+		if (arr)
+			cJSON_AddItemToArray(arr, cd_api_job_json(d, &jobs[k], 0));
+		cd_job_fini(&jobs[k]);
+	}
+	free(jobs);
+	set_json(r, 200, o);
+}
+
+static void handle_job(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		       bool cancel, struct cd_api_response *r)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_job job;
+	int rc;
+
+	cd_job_init(&job);
+	if (cancel)
+		rc = cd_daemon_cancel(d, peer, id, &job, &diag);
+	else
+		rc = cd_daemon_get(d, peer, id, &job, &diag);
+	if (rc == COLLOC_EUSAGE && cancel)
+		set_error(r, 409, "%s", diag.msg);
+	else if (rc)
+		set_error(r, status_of(rc), "%s", diag.msg);
+	else
+		set_json(r, 200, cd_api_job_json(d, &job, !cancel));
+	cd_job_fini(&job);
+}
+
+static void handle_log(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		       const struct query *q, struct cd_api_response *r)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_job job;
+	char path[CD_PATH_MAX + 64];
+	struct stat sb;
+	int fd, rc;
+
+	cd_job_init(&job);
+	rc = cd_daemon_get(d, peer, id, &job, &diag);
+	if (!rc)
+		rc = cd_daemon_log_path(d, id, path, sizeof(path), &diag);
+	if (rc) {
+		set_error(r, status_of(rc), "%s", diag.msg);
+		cd_job_fini(&job);
+		return;
+	}
+	r->status = 200;
+	r->content_type = "application/octet-stream";
+	r->job_state = cd_job_state_name(job.state);
+	r->log_offset = q->offset;
+	cd_job_fini(&job);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		r->body = NULL;
+		r->body_len = 0;
+		return; /* not started yet: an empty log */
+	}
+	r->log_size = (uint64_t)sb.st_size;
+	if (q->offset < r->log_size) {
+		uint64_t want = r->log_size - q->offset;
+		size_t got = 0;
+
+		if (want > q->max)
+			want = q->max;
+		r->body = malloc(want ? (size_t)want : 1);
+		if (!r->body) {
+			close(fd);
+			set_error(r, 500, "out of memory");
+			return;
+		}
+		while (got < want) {
+			ssize_t k = pread(fd, r->body + got, (size_t)want - got,
+					  (off_t)(q->offset + got));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+		}
+		r->body_len = got;
+		r->log_offset = q->offset + got;
+	}
+	close(fd);
+}
+
+static void handle_gpus(struct cd_daemon *d, const struct cd_peer *peer,
+			struct cd_api_response *r)
+{
+	bool admin = cd_daemon_is_admin(d, peer);
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr;
+
+	cJSON_AddStringToObject(o, "backend", cd_daemon_backend(d));
+	arr = cJSON_AddArrayToObject(o, "gpus");
+	for (unsigned g = 0; arr && g < cd_daemon_gpu_count(d); g++) {
+		struct colloc_gpu_info info;
+		uint64_t reserved = 0, ids[256];
+		size_t n_ids = 0;
+		cJSON *x, *jobs;
+
+		if (cd_daemon_gpu(d, g, &info, &reserved, ids, 256, &n_ids, NULL))
+			continue;
+		x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "index", g);
+		cJSON_AddStringToObject(x, "uuid", info.uuid);
+		cJSON_AddStringToObject(x, "name", info.name);
+		cJSON_AddNumberToObject(x, "mem_total_bytes",
+					(double)info.mem_total_bytes);
+		cJSON_AddNumberToObject(x, "mem_used_bytes", (double)info.mem_used_bytes);
+		cJSON_AddNumberToObject(x, "mem_free_bytes", (double)info.mem_free_bytes);
+		cJSON_AddNumberToObject(x, "mem_reserved_bytes", (double)reserved);
+		if (info.util_pct >= 0)
+			cJSON_AddNumberToObject(x, "util_pct", info.util_pct);
+		else
+			cJSON_AddNullToObject(x, "util_pct");
+		if (info.power_mw >= 0)
+			cJSON_AddNumberToObject(x, "power_mw", (double)info.power_mw);
+		else
+			cJSON_AddNullToObject(x, "power_mw");
+		jobs = cJSON_AddArrayToObject(x, "jobs");
+		for (size_t k = 0; jobs && k < n_ids && k < 256; k++) {
+			struct cd_job job;
+
+			cd_job_init(&job);
+			if (admin || (cd_store_job_get(cd_daemon_store(d), ids[k], &job,
+						       NULL) == 0 &&
+				      job.uid == peer->uid))
+				cJSON_AddItemToArray(jobs,
+						     cJSON_CreateNumber((double)ids[k]));
+			cd_job_fini(&job);
+		}
+		cJSON_AddItemToArray(arr, x);
+	}
+	set_json(r, 200, o);
+}
+
+void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *method,
+		   const char *url, const char *query, const char *body, size_t len,
+		   struct cd_api_response *resp)
+{
+	struct colloc_diag diag = {{0}};
+	bool get, post;
+	struct query q;
+	const char *rest;
+	uint64_t id = 0;
+	size_t id_len;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!method || !url) {
+		set_error(resp, 400, "no method or path");
+		return;
+	}
+	get = strcmp(method, "GET") == 0;
+	post = strcmp(method, "POST") == 0;
+	if (len > CD_API_BODY_MAX) {
+		set_error(resp, 413, "body over %u bytes", CD_API_BODY_MAX);
+		return;
+	}
+	if (parse_query(query, &q, &diag)) {
+		set_error(resp, 400, "%s", diag.msg);
+		return;
+	}
+	if (d && !cd_daemon_may_use(d, peer)) {
+		set_error(resp, 403, "this collocd serves only uid %u; you are uid %u",
+			  (unsigned)geteuid(), peer->uid);
+		return;
+	}
+	if (strcmp(url, "/v1/status") == 0) {
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_status(d, peer, resp);
+		return;
+	}
+	if (strcmp(url, "/v1/stats") == 0) {
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_stats(d, resp);
+		return;
+	}
+	if (strcmp(url, "/v1/gpus") == 0) {
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_gpus(d, peer, resp);
+		return;
+	}
+	if (strcmp(url, "/v1/jobs") == 0) {
+		if (post) {
+			handle_submit(d, peer, body, len, resp);
+			return;
+		}
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_list(d, peer, &q, resp);
+		return;
+	}
+	if (strncmp(url, "/v1/jobs/", 9) != 0)
+		goto not_found;
+	rest = url + 9;
+	id_len = strcspn(rest, "/");
+	if (!parse_id(rest, id_len, &id)) {
+		set_error(resp, 404, "no job '%.*s': job ids are positive integers",
+			  (int)(id_len < 64 ? id_len : 64), rest);
+		return;
+	}
+	rest += id_len;
+	if (*rest == '\0') {
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_job(d, peer, id, false, resp);
+	} else if (strcmp(rest, "/cancel") == 0) {
+		if (!post)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_job(d, peer, id, true, resp);
+	} else if (strcmp(rest, "/log") == 0) {
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_log(d, peer, id, &q, resp);
+	} else {
+		goto not_found;
+	}
+	return;
+not_found:
+	set_error(resp, 404, "no endpoint %s %.200s (see docs/api.md)", method, url);
+	return;
+not_allowed:
+	set_error(resp, 405, "%s is not allowed on %.200s", method, url);
+	return;
+unavailable:
+	set_error(resp, 503, "no daemon");
+}

@@ -1,0 +1,93 @@
+/*
+ * config.h — collocd's configuration: defaults, the config file, and the
+ * command-line overrides applied on top.
+ *
+ * The file is lines of `key = value`; `#` starts a comment; blank lines are
+ * ignored; keys are the field names below (docs/collocd-config.md lists them
+ * with units and defaults). Sizes take units (512MiB, 40GiB), durations too
+ * (500ms, 1s, 30min). An unknown key, a bad value or a repeated key is an
+ * error naming the file and line; nothing is partly applied: on error the
+ * config is left as it was. Files over 64 KiB or lines over 1 KiB are
+ * refused. Values may be double-quoted (\" and \\ escape inside quotes).
+ *
+ * Ownership: struct cd_config is caller-owned and holds everything inline.
+ */
+#ifndef COLLOC_DAEMON_CONFIG_H
+#define COLLOC_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "colloc/error.h"
+#include "colloc/sched.h"
+#include "daemon/job.h"
+#include "daemon/oom.h"
+
+enum cd_sharing {
+	CD_SHARING_TIME_SLICING = 0, /* plain CUDA time-slicing */
+	CD_SHARING_MPS, /* documented; needs the NVML backend (later) */
+	CD_SHARING_MIG,
+};
+
+struct cd_config {
+	char gpus[CD_PATH_MAX]; /* backend spec: "auto", "sim:4x40GiB", ... */
+	char socket_path[CD_PATH_MAX];
+	char db_path[CD_PATH_MAX];
+	char state_dir[CD_PATH_MAX]; /* logs/ and status/ live here */
+	struct colloc_sched_config sched; /* policy, headroom_bytes,
+					   * util_bound, backfill, starve_ms */
+	int sharing; /* enum cd_sharing */
+	int64_t sample_ms; /* monitor interval */
+	char admin_group[CD_USER_MAX]; /* members see and cancel all jobs;
+					* "" = root only */
+	uint64_t default_mem_bytes; /* need of a job nothing else sizes */
+	double default_util; /* predicted activity when unknown, 0..1 */
+	struct cd_oom_policy oom;
+	int64_t kill_grace_ms; /* cancel: SIGTERM, then SIGKILL after */
+	int64_t reserve_ms; /* a started job is assumed to reach its peak
+			     * within this, or sooner if measured */
+};
+
+/*
+ * Defaults: gpus "auto", socket $XDG_RUNTIME_DIR/collocd.sock (else
+ * /tmp/collocd-UID.sock), db and state_dir under $XDG_STATE_HOME/collocd
+ * (else ~/.local/state/collocd; /var/lib/collocd when root), policy
+ * estimate-aware, headroom 512 MiB, util_bound 1.0, backfill on, starve
+ * 30 min, time-slicing, sample 1 s, admin_group "", default_mem 8 GiB,
+ * default_util 0.5, OOM policy per oom.h, kill_grace 10 s, reserve 60 s.
+ */
+void cd_config_defaults(struct cd_config *cfg);
+
+/*
+ * Apply the config text buf[0..len) to cfg; name ("collocd.conf") is used in
+ * messages: "collocd.conf:7: unknown key 'polcy'". Returns 0, or
+ * COLLOC_EFORMAT (malformed line, repeated key) / COLLOC_ELIMIT (file, line
+ * or value too long) / COLLOC_EUSAGE (unknown key, bad value) with cfg
+ * unchanged. buf need not be NUL-terminated; a NUL byte in it is an error.
+ */
+int cd_config_parse(struct cd_config *cfg, const char *buf, size_t len, const char *name,
+		    struct colloc_diag *diag);
+
+/* Read path and cd_config_parse() it. -errno when it cannot be read. */
+int cd_config_load(struct cd_config *cfg, const char *path, struct colloc_diag *diag);
+
+/*
+ * Set one key as the file would (`key`, `value` without the '='); for
+ * command-line overrides. The value is taken as is: no quotes or comments
+ * (the shell has dealt with those). Returns 0 or COLLOC_EUSAGE naming the
+ * key, with cfg unchanged.
+ */
+int cd_config_set(struct cd_config *cfg, const char *key, const char *value,
+		  struct colloc_diag *diag);
+
+/* Write cfg as a config file (every key, with its current value) to f;
+ * `collocd --print-config`. What cd_config_parse() accepted always writes
+ * and parses back to the same values. Returns 0 or -errno: -EINVAL or
+ * -ENAMETOOLONG, with nothing written, when a value cannot be a line of the
+ * file (a control character, a string over 1 KiB, an unknown enum value);
+ * -EIO when f fails. */
+int cd_config_write(const struct cd_config *cfg, FILE *f);
+
+#endif

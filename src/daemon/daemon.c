@@ -1,0 +1,1157 @@
+/*
+ * daemon.c — collocd's core: submit, cancel, launch, finish, sample and
+ * schedule (see daemon.h). Single-threaded; driven by server.c's loop.
+ */
+#define _GNU_SOURCE /* getgrouplist */
+#include "daemon/daemon.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "colloc/sched.h"
+#include "colloc/units.h"
+#include "daemon/launcher.h"
+#include "daemon/oom.h"
+
+#define MAX_PROCS 256 /* processes read per GPU per sample */
+#define OOM_SCAN_BYTES (256u << 10) /* tail of a log searched for markers */
+
+/* What the monitor knows of a running job between samples. */
+struct run_stat {
+	uint64_t id;
+	int64_t sup_pid;
+	int n_gpus;
+	int gpus[COLLOC_SCHED_MAX_GPUS]; /* indices, -1 when its GPU is gone */
+	uint64_t used_bytes[COLLOC_SCHED_MAX_GPUS]; /* last sample */
+	uint64_t peak_bytes;
+	double util_sum;
+	uint64_t util_n;
+};
+
+struct cd_daemon {
+	struct cd_config cfg;
+	void (*log)(const char *line);
+	struct cd_store *store;
+	struct colloc_gpu *gpu;
+	char backend[32];
+	char job_env[CD_PATH_MAX + 64];
+	unsigned n_gpus;
+	struct colloc_gpu_info *info; /* last sample, per GPU */
+	bool *gpu_ok; /* false: the last query of that GPU failed */
+	struct colloc_gpu_process *procs; /* scratch, MAX_PROCS */
+	struct run_stat *runs;
+	size_t n_runs, cap_runs;
+	char logs_dir[CD_PATH_MAX];
+	char status_dir[CD_PATH_MAX];
+	int64_t created_ms; /* monotonic */
+	int64_t last_sample_ms; /* monotonic; INT64_MIN: never */
+	int rr_cursor;
+	bool dirty;
+	int64_t prev_sample_ms; /* monotonic, of the sample before */
+	double busy_ms, util_ms, mem_ms; /* time-weighted sums while busy */
+	uid_t euid;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void logf_(struct cd_daemon *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void logf_(struct cd_daemon *d, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (!d->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	d->log(line);
+}
+
+/* Store an event; a failure is logged, never fatal (the state change it
+ * describes has been committed already). */
+static void event(struct cd_daemon *d, uint64_t id, const char *kind, const char *fmt,
+		  ...) __attribute__((format(printf, 4, 5)));
+
+static void event(struct cd_daemon *d, uint64_t id, const char *kind, const char *fmt,
+		  ...)
+{
+	struct colloc_diag diag = {{0}};
+	char msg[CD_REASON_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (cd_store_event_add(d->store, id, wall_ms(), kind, msg, &diag))
+		logf_(d, "job %llu: cannot record event: %s", (unsigned long long)id,
+		      diag.msg);
+	logf_(d, "job %llu: %s: %s", (unsigned long long)id, kind, msg);
+}
+
+static int make_dir(const char *path, mode_t mode, struct colloc_diag *diag)
+{
+	char buf[CD_PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "bad directory path '%s'",
+				       path);
+	memcpy(buf, path, n + 1);
+	/* mkdir -p: parents first. */
+	for (size_t k = 1; k < n; k++) {
+		if (buf[k] != '/')
+			continue;
+		buf[k] = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return colloc_diag_set(diag, -errno, "cannot create %s: %s", buf,
+					       strerror(errno));
+		buf[k] = '/';
+	}
+	if (mkdir(buf, mode) != 0 && errno != EEXIST)
+		return colloc_diag_set(diag, -errno, "cannot create %s: %s", buf,
+				       strerror(errno));
+	return 0;
+}
+
+static void status_path(const struct cd_daemon *d, uint64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%llu.status", d->status_dir, (unsigned long long)id);
+}
+
+int cd_daemon_log_path(struct cd_daemon *d, uint64_t id, char *buf, size_t len,
+		       struct colloc_diag *diag)
+{
+	int n = snprintf(buf, len, "%s/%llu.log", d->logs_dir, (unsigned long long)id);
+
+	if (n < 0 || (size_t)n >= len)
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "log path too long");
+	return 0;
+}
+
+/* --- running-job statistics -------------------------------------------- */
+
+static struct run_stat *run_find(struct cd_daemon *d, uint64_t id)
+{
+	for (size_t k = 0; k < d->n_runs; k++)
+		if (d->runs[k].id == id)
+			return &d->runs[k];
+	return NULL;
+}
+
+static int gpu_index(const struct cd_daemon *d, const char *uuid)
+{
+	for (unsigned g = 0; g < d->n_gpus; g++)
+		if (strcmp(d->info[g].uuid, uuid) == 0)
+			return (int)g;
+	return -1;
+}
+
+static struct run_stat *run_add(struct cd_daemon *d, const struct cd_job *job)
+{
+	struct run_stat *r = run_find(d, job->id);
+
+	if (!r) {
+		if (d->n_runs == d->cap_runs) {
+			size_t cap = d->cap_runs ? d->cap_runs * 2 : 16;
+			struct run_stat *nr = realloc(d->runs, cap * sizeof(*nr));
+
+			if (!nr)
+				return NULL;
+			d->runs = nr;
+			d->cap_runs = cap;
+		}
+		r = &d->runs[d->n_runs++];
+	}
+	memset(r, 0, sizeof(*r));
+	r->id = job->id;
+	r->sup_pid = job->sup_pid;
+	r->n_gpus = job->n_assigned;
+	for (int k = 0; k < r->n_gpus; k++)
+		r->gpus[k] = gpu_index(d, job->gpus[k]);
+	r->peak_bytes = job->peak_bytes;
+	return r;
+}
+
+static void run_remove(struct cd_daemon *d, uint64_t id)
+{
+	struct run_stat *r = run_find(d, id);
+
+	if (r)
+		*r = d->runs[--d->n_runs];
+}
+
+/* --- users ---------------------------------------------------------------- */
+
+bool cd_daemon_may_use(const struct cd_daemon *d, const struct cd_peer *peer)
+{
+	return d->euid == 0 || peer->uid == (uint32_t)d->euid;
+}
+
+bool cd_daemon_is_admin(struct cd_daemon *d, const struct cd_peer *peer)
+{
+	const struct group *gr;
+	const struct passwd *pw;
+	gid_t groups[256];
+	int n = 256;
+
+	if (peer->uid == 0)
+		return true;
+	if (!d->cfg.admin_group[0] || !(gr = getgrnam(d->cfg.admin_group)))
+		return false;
+	if (peer->gid == gr->gr_gid)
+		return true;
+	pw = getpwuid(peer->uid);
+	if (!pw || getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (groups[k] == gr->gr_gid)
+			return true;
+	return false;
+}
+
+static bool may_see(struct cd_daemon *d, const struct cd_peer *peer,
+		    const struct cd_job *job)
+{
+	return job->uid == peer->uid || cd_daemon_is_admin(d, peer);
+}
+
+/* --- accessors ------------------------------------------------------------ */
+
+const struct cd_config *cd_daemon_config(const struct cd_daemon *d)
+{
+	return &d->cfg;
+}
+
+const char *cd_daemon_backend(const struct cd_daemon *d)
+{
+	return d->backend;
+}
+
+unsigned cd_daemon_gpu_count(const struct cd_daemon *d)
+{
+	return d->n_gpus;
+}
+
+struct cd_store *cd_daemon_store(struct cd_daemon *d)
+{
+	return d->store;
+}
+
+double cd_daemon_uptime_s(const struct cd_daemon *d)
+{
+	return (double)(mono_ms() - d->created_ms) / 1000.0;
+}
+
+void cd_daemon_mark_dirty(struct cd_daemon *d)
+{
+	d->dirty = true;
+}
+
+bool cd_daemon_dirty(const struct cd_daemon *d)
+{
+	return d->dirty;
+}
+
+void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
+{
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+
+	*queued = *running = 0;
+	if (cd_store_job_list(d->store, (1u << CD_JOB_QUEUED) | (1u << CD_JOB_RUNNING),
+			      -1, 0, &jobs, &n, NULL))
+		return;
+	for (size_t k = 0; k < n; k++) {
+		if (jobs[k].state == CD_JOB_QUEUED)
+			++*queued;
+		else
+			++*running;
+		cd_job_fini(&jobs[k]);
+	}
+	free(jobs);
+}
+
+/* Per GPU: what running jobs that have not reached their need yet still
+ * hold back (the scheduler's start-up reservation). */
+static bool job_at_peak(const struct cd_daemon *d, const struct cd_job *job,
+			uint64_t used, int64_t now_wall)
+{
+	return used >= job->mem_need_bytes ||
+	       now_wall - job->start_ms >= d->cfg.reserve_ms;
+}
+
+int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *info,
+		  uint64_t *reserved_bytes, uint64_t *jobs, size_t cap, size_t *n_jobs,
+		  struct colloc_diag *diag)
+{
+	int64_t now = wall_ms();
+
+	if (index >= d->n_gpus)
+		return colloc_diag_set(diag, COLLOC_ENOTFOUND, "no GPU %u", index);
+	*info = d->info[index];
+	*reserved_bytes = 0;
+	*n_jobs = 0;
+	for (size_t k = 0; k < d->n_runs; k++) {
+		const struct run_stat *r = &d->runs[k];
+
+		for (int i = 0; i < r->n_gpus; i++) {
+			struct cd_job job;
+
+			if (r->gpus[i] != (int)index)
+				continue;
+			if (*n_jobs < cap)
+				jobs[*n_jobs] = r->id;
+			++*n_jobs;
+			cd_job_init(&job);
+			if (cd_store_job_get(d->store, r->id, &job, NULL) == 0 &&
+			    !job_at_peak(d, &job, r->used_bytes[i], now))
+				*reserved_bytes += job.mem_need_bytes - r->used_bytes[i];
+			cd_job_fini(&job);
+		}
+	}
+	return 0;
+}
+
+/* --- finishing a run ------------------------------------------------------- */
+
+static uint64_t largest_gpu(const struct cd_daemon *d)
+{
+	uint64_t m = 0;
+
+	for (unsigned g = 0; g < d->n_gpus; g++)
+		if (d->info[g].mem_total_bytes > m)
+			m = d->info[g].mem_total_bytes;
+	return m;
+}
+
+/* Commit job's new record (and the events already added), logging a store
+ * failure: the daemon keeps running, and the next restart re-reads the
+ * supervisor's status file, which is only removed after a commit. */
+static int save(struct cd_daemon *d, const struct cd_job *job)
+{
+	struct colloc_diag diag = {{0}};
+	int rc = cd_store_job_update(d->store, job, &diag);
+
+	if (rc)
+		logf_(d, "job %llu: cannot save: %s", (unsigned long long)job->id,
+		      diag.msg);
+	return rc;
+}
+
+/*
+ * The supervisor of running job *job has ended: read its status, decide the
+ * outcome (done, failed, cancelled, or OOM re-queue), commit, and only then
+ * remove the status file.
+ */
+static void finish(struct cd_daemon *d, struct cd_job *job)
+{
+	struct colloc_diag diag = {{0}};
+	char spath[CD_PATH_MAX + 64], lpath[CD_PATH_MAX + 64];
+	struct run_stat *r = run_find(d, job->id);
+	struct cd_status st;
+	const char *marker = NULL;
+	int rc;
+
+	status_path(d, job->id, spath, sizeof(spath));
+	rc = cd_status_read(spath, &st, &diag);
+	if (r) {
+		if (r->peak_bytes > job->peak_bytes)
+			job->peak_bytes = r->peak_bytes;
+		if (r->util_n)
+			job->util_mean = r->util_sum / (double)r->util_n;
+		job->util_samples = r->util_n;
+	}
+	job->sup_pid = 0;
+	job->sup_start = 0;
+	job->job_pgid = 0;
+	job->end_ms = wall_ms();
+	if (rc) {
+		job->state = CD_JOB_FAILED;
+		snprintf(job->reason, sizeof(job->reason),
+			 "its supervisor ended without recording the job's exit (%s); "
+			 "the job "
+			 "was killed or the machine restarted",
+			 rc == -ENOENT ? "no status file" : diag.msg);
+		event(d, job->id, "lost", "%s", job->reason);
+		goto commit;
+	}
+	if (st.end_ms > 0)
+		job->end_ms = st.end_ms;
+	if (st.kind == CD_STATUS_SETUP_FAILED) {
+		job->state = CD_JOB_FAILED;
+		job->exit_code = -1;
+		snprintf(job->reason, sizeof(job->reason), "%s", st.message);
+		event(d, job->id, "setup-failed", "%s", st.message);
+		goto commit;
+	}
+	job->exit_code = st.kind == CD_STATUS_EXITED ? st.code : -1;
+	job->term_signal = st.kind == CD_STATUS_SIGNALED ? st.code : 0;
+	if (job->cancel_requested) {
+		job->state = CD_JOB_CANCELLED;
+		snprintf(job->reason, sizeof(job->reason), "cancelled while running");
+		event(d, job->id, "cancelled", "stopped (%s %d)",
+		      st.kind == CD_STATUS_EXITED ? "exit" : "signal", st.code);
+		goto commit;
+	}
+	if (st.kind == CD_STATUS_EXITED && st.code == 0) {
+		job->state = CD_JOB_DONE;
+		job->reason[0] = '\0';
+		event(d, job->id, "done", "exit 0, peak %.2f GiB",
+		      (double)job->peak_bytes / 1073741824.0);
+		goto commit;
+	}
+	if (cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL) == 0)
+		(void)cd_oom_scan_file(lpath, st.stdout_offset, OOM_SCAN_BYTES, &marker,
+				       NULL);
+	if (marker) {
+		struct cd_oom_decision dec;
+
+		cd_oom_decide(&d->cfg.oom, job->attempts, job->mem_need_bytes,
+			      job->peak_bytes, largest_gpu(d), job->exclusive, &dec);
+		if (dec.action != CD_OOM_GIVE_UP) {
+			job->state = CD_JOB_QUEUED;
+			job->mem_need_bytes = dec.mem_need_bytes;
+			snprintf(job->mem_source, sizeof(job->mem_source), "oom-retry");
+			job->exclusive =
+				job->exclusive || dec.action == CD_OOM_RETRY_EXCLUSIVE;
+			snprintf(job->reason, sizeof(job->reason), "%s", dec.reason);
+			job->end_ms = 0;
+			event(d, job->id, "oom", "%s; re-queued%s", dec.reason,
+			      job->exclusive ? " for a GPU of its own" : "");
+		} else {
+			job->state = CD_JOB_FAILED;
+			snprintf(job->reason, sizeof(job->reason), "%s; giving up",
+				 dec.reason);
+			event(d, job->id, "oom", "%s", job->reason);
+		}
+		goto commit;
+	}
+	job->state = CD_JOB_FAILED;
+	if (st.kind == CD_STATUS_SIGNALED)
+		snprintf(job->reason, sizeof(job->reason), "killed by signal %d",
+			 st.code);
+	else
+		snprintf(job->reason, sizeof(job->reason), "exit status %d", st.code);
+	event(d, job->id, "failed", "%s", job->reason);
+commit:
+	if (job->peak_bytes > 0 && job->state != CD_JOB_CANCELLED &&
+	    cd_store_peak_record(d->store, job->key, job->id, job->peak_bytes,
+				 job->util_mean, wall_ms(), &diag))
+		logf_(d, "job %llu: cannot record its peak: %s",
+		      (unsigned long long)job->id, diag.msg);
+	if (save(d, job) == 0)
+		unlink(spath);
+	run_remove(d, job->id);
+	d->dirty = true;
+	d->last_sample_ms = INT64_MIN; /* its memory is gone: look again */
+}
+
+void cd_daemon_reap(struct cd_daemon *d, int64_t pid)
+{
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+
+	if (cd_store_job_list(d->store, 1u << CD_JOB_RUNNING, -1, 0, &jobs, &n, NULL))
+		return;
+	for (size_t k = 0; k < n; k++) {
+		if (jobs[k].sup_pid == pid)
+			finish(d, &jobs[k]);
+		cd_job_fini(&jobs[k]);
+	}
+	free(jobs);
+}
+
+/* --- launching ---------------------------------------------------------- */
+
+/* argv/env JSON arrays as NULL-terminated arrays of pointers into the cJSON
+ * tree *tree (the caller frees both). */
+static const char **string_vector(const char *json, cJSON **tree)
+{
+	const cJSON *e;
+	const char **v;
+	int n, k = 0;
+
+	*tree = json ? cJSON_Parse(json) : cJSON_CreateArray();
+	if (!*tree || !cJSON_IsArray(*tree))
+		return NULL;
+	n = cJSON_GetArraySize(*tree);
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	cJSON_ArrayForEach(e, *tree)
+	{
+		if (!cJSON_IsString(e)) {
+			free(v);
+			return NULL;
+		}
+		v[k++] = e->valuestring;
+	}
+	return v;
+}
+
+static void launch(struct cd_daemon *d, struct cd_job *job,
+		   const struct colloc_sched_decision *dec)
+{
+	struct colloc_diag diag = {{0}};
+	char lpath[CD_PATH_MAX + 64], spath[CD_PATH_MAX + 64];
+	char visible[COLLOC_SCHED_MAX_GPUS * COLLOC_GPU_UUID_MAX];
+	struct cd_launch_spec spec;
+	struct cd_launch_result res;
+	cJSON *targ = NULL, *tenv = NULL;
+	const char **argv, **envp;
+	size_t off = 0;
+	int rc;
+
+	job->state = CD_JOB_RUNNING;
+	job->attempts++;
+	job->n_assigned = dec->n_gpus;
+	visible[0] = '\0';
+	for (int k = 0; k < dec->n_gpus; k++) {
+		snprintf(job->gpus[k], sizeof(job->gpus[k]), "%s",
+			 d->info[dec->gpus[k]].uuid);
+		off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s",
+					k ? "," : "", job->gpus[k]);
+	}
+	job->start_ms = wall_ms();
+	job->end_ms = 0;
+	job->exit_code = -1;
+	job->term_signal = 0;
+	job->sup_pid = 0;
+	job->peak_bytes = 0;
+	/* Committed before the fork: a daemon killed before the next commit
+	 * finds a running job without a supervisor and queues it again. */
+	status_path(d, job->id, spath, sizeof(spath));
+	unlink(spath);
+	if (save(d, job))
+		return;
+	argv = string_vector(job->argv_json, &targ);
+	envp = string_vector(job->env_json, &tenv);
+	(void)cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL);
+	memset(&spec, 0, sizeof(spec));
+	spec.job_id = job->id;
+	spec.argv = argv;
+	spec.envp = envp;
+	spec.cwd = job->cwd;
+	spec.uid = job->uid;
+	spec.gid = job->gid;
+	spec.user = job->user;
+	spec.cuda_visible_devices = visible;
+	spec.extra_env = d->job_env;
+	spec.stdout_path = lpath;
+	spec.stderr_path = lpath;
+	spec.status_path = spath;
+	spec.kill_grace_ms = d->cfg.kill_grace_ms;
+	if (!argv || !envp)
+		rc = colloc_diag_set(&diag, COLLOC_EFORMAT,
+				     "stored argv/env are corrupt");
+	else
+		rc = cd_launch(&spec, &res, &diag);
+	free(argv);
+	free(envp);
+	cJSON_Delete(targ);
+	cJSON_Delete(tenv);
+	if (rc) {
+		job->state = CD_JOB_FAILED;
+		job->end_ms = wall_ms();
+		snprintf(job->reason, sizeof(job->reason), "cannot launch: %s", diag.msg);
+		event(d, job->id, "setup-failed", "%s", job->reason);
+		(void)save(d, job);
+		return;
+	}
+	job->sup_pid = res.sup_pid;
+	job->sup_start = res.sup_start;
+	job->job_pgid = res.job_pgid;
+	(void)save(d, job);
+	if (!run_add(d, job))
+		logf_(d, "job %llu: out of memory tracking it",
+		      (unsigned long long)job->id);
+	event(d, job->id, "start", "attempt %d on %s, need %.2f GiB (%s), pid %lld",
+	      job->attempts, visible, (double)job->mem_need_bytes / 1073741824.0,
+	      job->mem_source, (long long)res.job_pgid);
+}
+
+/* --- sampling --------------------------------------------------------- */
+
+static void sample(struct cd_daemon *d)
+{
+	struct colloc_diag diag = {{0}};
+	int64_t now = mono_ms();
+	double dt = d->prev_sample_ms > 0 ? (double)(now - d->prev_sample_ms) : 0;
+	double gpu_util = 0, mem = 0;
+
+	for (size_t k = 0; k < d->n_runs; k++)
+		memset(d->runs[k].used_bytes, 0, sizeof(d->runs[k].used_bytes));
+	for (unsigned g = 0; g < d->n_gpus; g++) {
+		size_t n = 0;
+		bool was_ok = d->gpu_ok[g];
+
+		if (colloc_gpu_info(d->gpu, g, &d->info[g], &diag) != 0) {
+			d->gpu_ok[g] = false;
+			if (was_ok)
+				logf_(d,
+				      "GPU %u: cannot read it, not scheduling on it: %s",
+				      g, diag.msg);
+			continue;
+		}
+		d->gpu_ok[g] = true;
+		if (!was_ok)
+			logf_(d, "GPU %u (%s) is back", g, d->info[g].uuid);
+		if (colloc_gpu_processes(d->gpu, g, d->procs, MAX_PROCS, &n, &diag) != 0)
+			continue;
+		if (n > MAX_PROCS)
+			n = MAX_PROCS;
+		for (size_t p = 0; p < n; p++) {
+			int64_t sid = cd_process_session(d->procs[p].pid);
+
+			for (size_t k = 0; sid > 0 && k < d->n_runs; k++) {
+				struct run_stat *r = &d->runs[k];
+
+				if (r->sup_pid != sid)
+					continue;
+				for (int i = 0; i < r->n_gpus; i++)
+					if (r->gpus[i] == (int)g)
+						r->used_bytes[i] +=
+							d->procs[p].used_bytes;
+			}
+		}
+	}
+	/* The state since the previous sample is taken to be what this one
+	 * sees (sample-and-hold), counted only while some job runs. */
+	for (unsigned g = 0; g < d->n_gpus; g++) {
+		if (d->info[g].util_pct > 0)
+			gpu_util += d->info[g].util_pct / 100.0;
+		if (d->info[g].mem_total_bytes)
+			mem += (double)d->info[g].mem_used_bytes /
+			       (double)d->info[g].mem_total_bytes;
+	}
+	if (d->n_runs > 0 && d->n_gpus > 0) {
+		d->busy_ms += dt;
+		d->util_ms += dt * gpu_util / d->n_gpus;
+		d->mem_ms += dt * mem / d->n_gpus;
+	}
+	d->prev_sample_ms = now;
+	for (size_t k = 0; k < d->n_runs; k++) {
+		struct run_stat *r = &d->runs[k];
+		uint64_t top = 0;
+		double util = 0;
+		int n_util = 0;
+
+		for (int i = 0; i < r->n_gpus; i++) {
+			if (r->used_bytes[i] > top)
+				top = r->used_bytes[i];
+			if (r->gpus[i] >= 0 && d->info[r->gpus[i]].util_pct >= 0) {
+				util += d->info[r->gpus[i]].util_pct / 100.0;
+				n_util++;
+			}
+		}
+		if (n_util) {
+			r->util_sum += util / n_util;
+			r->util_n++;
+		}
+		if (top > r->peak_bytes) {
+			struct cd_job job;
+
+			r->peak_bytes = top;
+			cd_job_init(&job);
+			if (cd_store_job_get(d->store, r->id, &job, NULL) == 0 &&
+			    job.state == CD_JOB_RUNNING) {
+				job.peak_bytes = top;
+				(void)save(d, &job);
+			}
+			cd_job_fini(&job);
+		}
+	}
+}
+
+/* Finish every running job whose supervisor is gone (children not yet
+ * reaped and supervisors adopted after a restart alike). */
+static void check_supervisors(struct cd_daemon *d)
+{
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+
+	if (cd_store_job_list(d->store, 1u << CD_JOB_RUNNING, -1, 0, &jobs, &n, NULL))
+		return;
+	for (size_t k = 0; k < n; k++) {
+		if (jobs[k].sup_pid > 0 &&
+		    !cd_supervisor_alive(jobs[k].sup_pid, jobs[k].sup_start))
+			finish(d, &jobs[k]);
+		cd_job_fini(&jobs[k]);
+	}
+	free(jobs);
+}
+
+/* --- scheduling ----------------------------------------------------------- */
+
+static void schedule(struct cd_daemon *d)
+{
+	struct colloc_diag diag = {{0}};
+	struct colloc_sched_gpu *gs = NULL;
+	struct colloc_sched_running *rs = NULL;
+	struct colloc_sched_job *qs = NULL;
+	struct colloc_sched_decision *ds = NULL;
+	struct colloc_sched_state st;
+	struct cd_job *jobs = NULL;
+	size_t n = 0, n_q = 0, n_r = 0, n_dec = 0;
+	int64_t now = wall_ms();
+
+	if (cd_store_job_list(d->store, (1u << CD_JOB_QUEUED) | (1u << CD_JOB_RUNNING),
+			      -1, 0, &jobs, &n, &diag)) {
+		logf_(d, "scheduling skipped: %s", diag.msg);
+		return;
+	}
+	gs = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*gs));
+	rs = calloc(n ? n : 1, sizeof(*rs));
+	qs = calloc(n ? n : 1, sizeof(*qs));
+	ds = calloc(n ? n : 1, sizeof(*ds));
+	if (!gs || !rs || !qs || !ds) {
+		logf_(d, "scheduling skipped: out of memory");
+		goto out;
+	}
+	for (unsigned g = 0; g < d->n_gpus; g++) {
+		gs[g].node = 0;
+		gs[g].mem_total_bytes = d->info[g].mem_total_bytes;
+		gs[g].mem_used_bytes = d->info[g].mem_used_bytes;
+		gs[g].util = d->info[g].util_pct >= 0 ? d->info[g].util_pct / 100.0 : 0;
+		gs[g].usable = d->gpu_ok[g];
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct cd_job *j = &jobs[k];
+
+		if (j->state == CD_JOB_QUEUED) {
+			struct colloc_sched_job *q = &qs[n_q++];
+
+			q->id = j->id;
+			q->n_gpus = j->n_gpus;
+			q->mem_need_bytes = j->mem_need_bytes;
+			q->util_pred = j->util_pred;
+			q->priority = j->priority;
+			q->submit_ms = j->submit_ms;
+			q->exclusive = j->exclusive;
+		} else {
+			struct colloc_sched_running *r = &rs[n_r];
+			const struct run_stat *s = run_find(d, j->id);
+			bool ok = true;
+
+			r->job_id = j->id;
+			r->n_gpus = j->n_assigned;
+			r->mem_need_bytes = j->mem_need_bytes;
+			r->util_pred = j->util_pred;
+			r->exclusive = j->exclusive;
+			r->at_peak = true;
+			for (int i = 0; i < j->n_assigned; i++) {
+				uint64_t used = s ? s->used_bytes[i] : 0;
+
+				r->gpus[i] = gpu_index(d, j->gpus[i]);
+				ok = ok && r->gpus[i] >= 0;
+				if (used > r->mem_used_bytes)
+					r->mem_used_bytes = used;
+			}
+			r->at_peak = job_at_peak(d, j, r->mem_used_bytes, now);
+			if (ok && r->n_gpus > 0)
+				n_r++;
+		}
+	}
+	if (n_q == 0)
+		goto out;
+	st.gpus = gs;
+	st.n_gpus = (int)d->n_gpus;
+	st.running = rs;
+	st.n_running = n_r;
+	st.now_ms = now;
+	st.rr_cursor = d->rr_cursor;
+	if (colloc_sched_decide(&d->cfg.sched, &st, qs, n_q, ds, n_q, &n_dec,
+				&d->rr_cursor, &diag)) {
+		logf_(d, "scheduling failed: %s", diag.msg);
+		goto out;
+	}
+	for (size_t k = 0; k < n_dec; k++)
+		for (size_t i = 0; i < n; i++)
+			if (jobs[i].id == ds[k].job_id &&
+			    jobs[i].state == CD_JOB_QUEUED) {
+				launch(d, &jobs[i], &ds[k]);
+				break;
+			}
+out:
+	for (size_t k = 0; k < n; k++)
+		cd_job_fini(&jobs[k]);
+	free(jobs);
+	free(gs);
+	free(rs);
+	free(qs);
+	free(ds);
+}
+
+int64_t cd_daemon_tick(struct cd_daemon *d, int64_t now_ms, bool force_sample)
+{
+	int64_t next;
+
+	if (force_sample || d->last_sample_ms == INT64_MIN ||
+	    now_ms - d->last_sample_ms >= d->cfg.sample_ms) {
+		check_supervisors(d);
+		sample(d);
+		d->last_sample_ms = now_ms;
+		d->dirty = true; /* usage changed: reservations may have lapsed */
+	}
+	if (d->dirty) {
+		d->dirty = false;
+		schedule(d);
+	}
+	next = d->last_sample_ms == INT64_MIN
+		       ? 0
+		       : d->last_sample_ms + d->cfg.sample_ms - now_ms;
+	return next < 0 ? 0 : next;
+}
+
+/* --- API operations ------------------------------------------------------ */
+
+int cd_daemon_get(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		  struct cd_job *job, struct colloc_diag *diag)
+{
+	int rc = cd_store_job_get(d->store, id, job, diag);
+
+	if (rc == COLLOC_ENOTFOUND || (rc == 0 && !may_see(d, peer, job))) {
+		cd_job_fini(job);
+		return colloc_diag_set(diag, COLLOC_ENOTFOUND, "no job %llu",
+				       (unsigned long long)id);
+	}
+	return rc;
+}
+
+int cd_daemon_cancel(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		     struct cd_job *job, struct colloc_diag *diag)
+{
+	int rc = cd_daemon_get(d, peer, id, job, diag);
+
+	if (rc)
+		return rc;
+	if (cd_job_state_final(job->state))
+		return colloc_diag_set(
+			diag, COLLOC_EUSAGE, "job %llu has already ended (%s)",
+			(unsigned long long)id, cd_job_state_name(job->state));
+	if (job->state == CD_JOB_QUEUED) {
+		job->state = CD_JOB_CANCELLED;
+		job->end_ms = wall_ms();
+		snprintf(job->reason, sizeof(job->reason), "cancelled before it started");
+		if ((rc = cd_store_job_update(d->store, job, diag)))
+			return rc;
+		event(d, id, "cancelled", "cancelled by uid %u while queued", peer->uid);
+		return 0;
+	}
+	if (job->cancel_requested)
+		return 0;
+	job->cancel_requested = true;
+	if ((rc = cd_store_job_update(d->store, job, diag)))
+		return rc;
+	event(d, id, "cancel", "cancel requested by uid %u; stopping it", peer->uid);
+	if (job->sup_pid > 0 &&
+	    cd_supervisor_cancel(job->sup_pid, job->sup_start, NULL) != 0)
+		check_supervisors(d);
+	return 0;
+}
+
+static void base_name(const char *argv_json, char *out, size_t len)
+{
+	cJSON *a = cJSON_Parse(argv_json);
+	const cJSON *first = a ? cJSON_GetArrayItem(a, 0) : NULL;
+	const char *s = first && cJSON_IsString(first) && first->valuestring
+				? first->valuestring
+				: "job";
+	const char *slash = strrchr(s, '/');
+
+	snprintf(out, len, "%s", slash && slash[1] ? slash + 1 : s);
+	cJSON_Delete(a);
+}
+
+int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
+		     const struct cd_submit *req, struct cd_job *job,
+		     struct colloc_diag *diag)
+{
+	const struct passwd *pw = getpwuid(peer->uid);
+	uint64_t hist_peak = 0, largest = largest_gpu(d);
+	double hist_util = -1;
+	char a[32], b[32];
+	int rc;
+
+	if (!pw && d->euid == 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "uid %u has no user name: a job cannot run as it",
+				       peer->uid);
+	if ((unsigned)req->n_gpus > d->n_gpus)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "the job asks for %d GPUs; this server has %u",
+				       req->n_gpus, d->n_gpus);
+	cd_job_init(job);
+	job->uid = peer->uid;
+	job->gid = peer->gid;
+	if (pw)
+		snprintf(job->user, sizeof(job->user), "%s", pw->pw_name);
+	else
+		snprintf(job->user, sizeof(job->user), "%u", peer->uid);
+	job->state = CD_JOB_QUEUED;
+	job->n_gpus = req->n_gpus;
+	job->priority = req->priority;
+	job->exclusive = req->exclusive;
+	snprintf(job->model, sizeof(job->model), "%s", req->model);
+	snprintf(job->cwd, sizeof(job->cwd), "%s", req->cwd);
+	job->argv_json = strdup(req->argv_json);
+	job->env_json = strdup(req->env_json);
+	if (!job->argv_json || !job->env_json) {
+		cd_job_fini(job);
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	}
+	if (req->name[0])
+		snprintf(job->name, sizeof(job->name), "%s", req->name);
+	else
+		base_name(req->argv_json, job->name, sizeof(job->name));
+	cd_job_history_key(job->argv_json, job->cwd, job->model, job->key);
+	if (cd_store_peak_lookup(d->store, job->key, &hist_peak, &hist_util, NULL) != 0) {
+		hist_peak = 0;
+		hist_util = -1;
+	}
+	if (req->mem_bytes) {
+		job->mem_need_bytes = req->mem_bytes;
+		snprintf(job->mem_source, sizeof(job->mem_source), "%s", req->mem_source);
+	} else if (hist_peak) {
+		job->mem_need_bytes = hist_peak;
+		snprintf(job->mem_source, sizeof(job->mem_source), "history");
+	} else {
+		job->mem_need_bytes = d->cfg.default_mem_bytes;
+		snprintf(job->mem_source, sizeof(job->mem_source), "default");
+	}
+	if (job->mem_need_bytes > largest ||
+	    largest - job->mem_need_bytes < d->cfg.sched.headroom_bytes) {
+		char h[32];
+
+		rc = colloc_diag_set(
+			diag, COLLOC_EUSAGE,
+			"the job needs %s per GPU (%s) plus %s headroom; the largest "
+			"GPU here has %s, so it could never start",
+			colloc_format_bytes(job->mem_need_bytes, a, sizeof(a)),
+			job->mem_source,
+			colloc_format_bytes(d->cfg.sched.headroom_bytes, h, sizeof(h)),
+			colloc_format_bytes(largest, b, sizeof(b)));
+		cd_job_fini(job);
+		return rc;
+	}
+	job->util_pred = req->util >= 0	 ? req->util
+			 : hist_util > 0 ? hist_util
+					 : d->cfg.default_util;
+	job->submit_ms = wall_ms();
+	if ((rc = cd_store_job_insert(d->store, job, diag))) {
+		cd_job_fini(job);
+		return rc;
+	}
+	event(d, job->id, "submit", "by %s (uid %u): %s, %d GPU(s), need %s (%s)",
+	      job->user, job->uid, job->name, job->n_gpus,
+	      colloc_format_bytes(job->mem_need_bytes, a, sizeof(a)), job->mem_source);
+	d->dirty = true;
+	return 0;
+}
+
+/* Whether the runs of a and b overlapped in time on a common GPU. */
+static bool shared_gpu(const struct cd_job *a, const struct cd_job *b, int64_t now)
+{
+	int64_t ae = a->end_ms ? a->end_ms : now, be = b->end_ms ? b->end_ms : now;
+
+	if (!a->start_ms || !b->start_ms || a->start_ms >= be || b->start_ms >= ae)
+		return false;
+	for (int i = 0; i < a->n_assigned; i++)
+		for (int k = 0; k < b->n_assigned; k++)
+			if (strcmp(a->gpus[i], b->gpus[k]) == 0)
+				return true;
+	return false;
+}
+
+int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_diag *diag)
+{
+	struct cd_job *jobs = NULL;
+	size_t n = 0, n_started = 0, n_ended = 0;
+	int64_t now = wall_ms(), first = INT64_MAX, last = 0;
+	double wait = 0, jct = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = cd_store_job_list(d->store, ~0u, -1, 0, &jobs, &n, diag)))
+		return rc;
+	for (size_t k = 0; k < n; k++) {
+		const struct cd_job *j = &jobs[k];
+
+		out->jobs++;
+		out->queued += j->state == CD_JOB_QUEUED;
+		out->running += j->state == CD_JOB_RUNNING;
+		out->done += j->state == CD_JOB_DONE;
+		out->failed += j->state == CD_JOB_FAILED;
+		out->cancelled += j->state == CD_JOB_CANCELLED;
+		if (j->submit_ms < first)
+			first = j->submit_ms;
+		last = j->end_ms ? (j->end_ms > last ? j->end_ms : last) : now;
+		if (j->start_ms) {
+			wait += (double)(j->start_ms - j->submit_ms);
+			n_started++;
+		}
+		if (j->end_ms && j->state != CD_JOB_QUEUED) {
+			jct += (double)(j->end_ms - j->submit_ms);
+			n_ended++;
+		}
+		if (strcmp(j->mem_source, "oom-retry") == 0) {
+			out->oom_requeued++;
+			out->oom_recovered += j->state == CD_JOB_DONE;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (i != k && shared_gpu(j, &jobs[i], now)) {
+				out->shared_jobs++;
+				break;
+			}
+	}
+	for (size_t k = 0; k < n; k++)
+		cd_job_fini(&jobs[k]);
+	free(jobs);
+	if (n)
+		out->makespan_s = (double)(last - first) / 1000.0;
+	out->mean_wait_s = n_started ? wait / (double)n_started / 1000.0 : 0;
+	out->mean_jct_s = n_ended ? jct / (double)n_ended / 1000.0 : 0;
+	out->busy_s = d->busy_ms / 1000.0;
+	out->gpu_util_mean = d->busy_ms > 0 ? d->util_ms / d->busy_ms : 0;
+	out->mem_util_mean = d->busy_ms > 0 ? d->mem_ms / d->busy_ms : 0;
+	return cd_store_event_count(d->store, "lost", &out->lost, diag);
+}
+
+/* --- life cycle ---------------------------------------------------------------- */
+
+/* After a restart: adopt, finish or re-queue every job the store says runs. */
+static void recover(struct cd_daemon *d)
+{
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+
+	if (cd_store_job_list(d->store, 1u << CD_JOB_RUNNING, -1, 0, &jobs, &n, NULL))
+		return;
+	for (size_t k = 0; k < n; k++) {
+		struct cd_job *j = &jobs[k];
+		char spath[CD_PATH_MAX + 64];
+		struct stat sb;
+
+		status_path(d, j->id, spath, sizeof(spath));
+		if (j->sup_pid == 0 && stat(spath, &sb) != 0) {
+			j->state = CD_JOB_QUEUED;
+			j->attempts = j->attempts > 0 ? j->attempts - 1 : 0;
+			snprintf(j->reason, sizeof(j->reason),
+				 "collocd stopped while launching it; queued again");
+			if (save(d, j) == 0)
+				event(d, j->id, "requeue", "%s", j->reason);
+		} else if (j->sup_pid > 0 &&
+			   cd_supervisor_alive(j->sup_pid, j->sup_start)) {
+			(void)run_add(d, j);
+			event(d, j->id, "adopt", "still running under supervisor %lld",
+			      (long long)j->sup_pid);
+		} else {
+			finish(d, j);
+		}
+		cd_job_fini(j);
+	}
+	free(jobs);
+}
+
+int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
+		     struct cd_daemon **out, struct colloc_diag *diag)
+{
+	struct cd_daemon *d = calloc(1, sizeof(*d));
+	const char *spec = cfg->gpus;
+	int rc;
+
+	if (!d)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	d->cfg = *cfg;
+	d->log = log;
+	d->euid = geteuid();
+	d->created_ms = mono_ms();
+	d->last_sample_ms = INT64_MIN;
+	if ((size_t)snprintf(d->logs_dir, sizeof(d->logs_dir), "%s/logs",
+			     cfg->state_dir) >= sizeof(d->logs_dir) ||
+	    (size_t)snprintf(d->status_dir, sizeof(d->status_dir), "%s/status",
+			     cfg->state_dir) >= sizeof(d->status_dir)) {
+		rc = colloc_diag_set(diag, COLLOC_ELIMIT, "state_dir path too long");
+		goto fail;
+	}
+	if ((rc = make_dir(cfg->state_dir, 0755, diag)) ||
+	    (rc = make_dir(d->logs_dir, 0755, diag)) ||
+	    (rc = make_dir(d->status_dir, 0700, diag)))
+		goto fail;
+	if (strcmp(spec, "auto") == 0) {
+		/* No NVML backend is compiled in yet: auto means simulated
+		 * GPUs, said so in the log. */
+		spec = "sim:4x40GiB";
+		logf_(d,
+		      "--gpus auto: no NVIDIA backend in this build; using simulated "
+		      "GPUs (%s)",
+		      spec);
+	}
+	if ((rc = colloc_gpu_open(spec, &d->gpu, diag))) {
+		(void)colloc_diag_prefix(diag, rc, "GPUs '%s'", spec);
+		goto fail;
+	}
+	snprintf(d->backend, sizeof(d->backend), "%s", colloc_gpu_backend_name(d->gpu));
+	if ((rc = colloc_gpu_count(d->gpu, &d->n_gpus, diag)) ||
+	    (rc = colloc_gpu_job_env(d->gpu, d->job_env, sizeof(d->job_env), diag)))
+		goto fail;
+	d->info = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->info));
+	d->gpu_ok = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->gpu_ok));
+	d->procs = calloc(MAX_PROCS, sizeof(*d->procs));
+	if (!d->info || !d->gpu_ok || !d->procs) {
+		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (unsigned g = 0; g < d->n_gpus; g++)
+		d->gpu_ok[g] = true;
+	if ((rc = cd_store_open(cfg->db_path, &d->store, diag)))
+		goto fail;
+	sample(d);
+	recover(d);
+	d->dirty = true;
+	*out = d;
+	return 0;
+fail:
+	cd_daemon_destroy(d);
+	return rc;
+}
+
+void cd_daemon_destroy(struct cd_daemon *d)
+{
+	if (!d)
+		return;
+	cd_store_close(d->store);
+	colloc_gpu_close(d->gpu);
+	free(d->info);
+	free(d->gpu_ok);
+	free(d->procs);
+	free(d->runs);
+	free(d);
+}

@@ -1,0 +1,160 @@
+/*
+ * daemon.h — collocd's core: the jobs it holds, the GPUs it watches, and
+ * every change of state between them.
+ *
+ * The core owns the store, the GPU backend and the supervisors it launched.
+ * It is driven from outside by the event loop (server.h): API requests call
+ * the cd_daemon_* operations below; the loop calls cd_daemon_reap() when a
+ * child exits and cd_daemon_tick() when the sampling interval has passed or
+ * something changed. Placement itself is colloc_sched_decide() (sched.h),
+ * fed with the GPUs' last sample and the jobs' needs; the core only turns
+ * its decisions into launches.
+ *
+ * Every change is committed to the store before it is acted on or answered,
+ * so that a daemon killed at any point restarts into a consistent state:
+ * queued jobs stay queued, running jobs keep running under their
+ * supervisors and are adopted again, jobs that ended while the daemon was
+ * down are finished from their supervisors' status files.
+ *
+ * Ownership: cd_daemon_create() returns a handle freed by
+ * cd_daemon_destroy(); records handed out are caller-owned copies.
+ */
+#ifndef COLLOC_DAEMON_DAEMON_H
+#define COLLOC_DAEMON_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "colloc/error.h"
+#include "colloc/gpu.h"
+#include "daemon/config.h"
+#include "daemon/job.h"
+#include "daemon/store.h"
+
+struct cd_daemon;
+
+/* Who is calling, from the socket's peer credentials. */
+struct cd_peer {
+	uint32_t uid;
+	uint32_t gid;
+	int64_t pid;
+};
+
+/* A validated submit request (api.c builds it from JSON). */
+struct cd_submit {
+	char name[CD_NAME_MAX]; /* "" = base name of argv[0] */
+	int n_gpus;
+	int priority;
+	uint64_t mem_bytes; /* 0 = not given */
+	char mem_source[CD_SOURCE_MAX]; /* "request" or "estimate" */
+	double util; /* < 0 = not given */
+	char model[CD_MODEL_MAX];
+	char cwd[CD_PATH_MAX];
+	char *argv_json; /* owned, normalised JSON array of strings */
+	char *env_json; /* owned */
+	bool exclusive;
+};
+
+void cd_submit_fini(struct cd_submit *s);
+
+/*
+ * Open the store and the GPU backend named by cfg, create state_dir/logs and
+ * state_dir/status, and recover: adopt running jobs whose supervisors live,
+ * finish those whose supervisors have ended. log (may be NULL) receives one
+ * line per notable event ("job 7 started on GPU 0 (SIM-...)"); the daemon's
+ * main prints them to stderr. Returns 0 and *out, or a negative code.
+ */
+int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
+		     struct cd_daemon **out, struct colloc_diag *diag);
+
+void cd_daemon_destroy(struct cd_daemon *d);
+
+const struct cd_config *cd_daemon_config(const struct cd_daemon *d);
+const char *cd_daemon_backend(const struct cd_daemon *d);
+unsigned cd_daemon_gpu_count(const struct cd_daemon *d);
+struct cd_store *cd_daemon_store(struct cd_daemon *d);
+
+/* Whether peer may see and cancel every job: root, or a member of the
+ * configured admin group. */
+bool cd_daemon_is_admin(struct cd_daemon *d, const struct cd_peer *peer);
+
+/* Whether peer may use this daemon at all: a non-root daemon serves only
+ * its own uid. */
+bool cd_daemon_may_use(const struct cd_daemon *d, const struct cd_peer *peer);
+
+/*
+ * Queue a job for peer. Works out its memory need (request / estimate,
+ * then history, then default) and predicted activity, commits it and
+ * writes the new record into *job. Returns 0, or a negative code with the
+ * reason (a need that no GPU could ever hold is COLLOC_EUSAGE).
+ */
+int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
+		     const struct cd_submit *req, struct cd_job *job,
+		     struct colloc_diag *diag);
+
+/*
+ * Cancel job id on behalf of peer: a queued job at once, a running one
+ * through its supervisor. COLLOC_ENOTFOUND when peer may not see it,
+ * COLLOC_EUSAGE when it has already ended. *job receives its new record.
+ */
+int cd_daemon_cancel(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		     struct cd_job *job, struct colloc_diag *diag);
+
+/* Job id as peer may see it (COLLOC_ENOTFOUND otherwise). */
+int cd_daemon_get(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		  struct cd_job *job, struct colloc_diag *diag);
+
+/* The path of job id's log file (it may not exist yet). */
+int cd_daemon_log_path(struct cd_daemon *d, uint64_t id, char *buf, size_t len,
+		       struct colloc_diag *diag);
+
+/* The last sample of GPU index, what the scheduler holds back on it, and
+ * the ids of the running jobs on it (up to cap; *n_jobs gets the count). */
+int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *info,
+		  uint64_t *reserved_bytes, uint64_t *jobs, size_t cap, size_t *n_jobs,
+		  struct colloc_diag *diag);
+
+/* What the server has done since it started (GET /v1/stats). */
+struct cd_stats {
+	double busy_s; /* time with at least one job running, sampled */
+	double gpu_util_mean; /* time-weighted over busy_s and all GPUs, 0..1 */
+	double mem_util_mean; /* the same for used / total memory */
+	uint64_t jobs, queued, running, done, failed, cancelled;
+	double makespan_s; /* first submit to last end (or now), 0 if no job */
+	double mean_wait_s; /* submit to (last) start, over started jobs */
+	double mean_jct_s; /* submit to end, over finished jobs */
+	uint64_t shared_jobs; /* jobs whose (last) run overlapped another's
+			       * on one of its GPUs */
+	uint64_t oom_requeued; /* jobs re-queued after an OOM death */
+	uint64_t oom_recovered; /* ... of which finished done */
+	uint64_t lost; /* jobs whose end could not be recorded */
+};
+
+int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_diag *diag);
+
+/* Seconds since cd_daemon_create(). */
+double cd_daemon_uptime_s(const struct cd_daemon *d);
+
+/* Counts of queued and running jobs. */
+void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running);
+
+/*
+ * A child process exited (the loop calls this after waitpid()). Finishes
+ * the job whose supervisor it was, if any.
+ */
+void cd_daemon_reap(struct cd_daemon *d, int64_t pid);
+
+/*
+ * Sample the GPUs if sample_ms has passed since the last sample (or force),
+ * check adopted supervisors, and run a scheduling pass when something may
+ * have changed. now_ms is CLOCK_MONOTONIC in ms. Returns the number of
+ * milliseconds until it wants to be called again.
+ */
+int64_t cd_daemon_tick(struct cd_daemon *d, int64_t now_ms, bool force_sample);
+
+/* Ask for a scheduling pass on the next tick (after a submit or an end). */
+void cd_daemon_mark_dirty(struct cd_daemon *d);
+bool cd_daemon_dirty(const struct cd_daemon *d);
+
+#endif

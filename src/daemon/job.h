@@ -1,0 +1,110 @@
+/*
+ * job.h — a job as collocd keeps it: what was submitted, what it needs, where
+ * it runs and how it ended. The record the store persists and the API shows.
+ *
+ * Not a scheduler type: the daemon turns queued and running jobs into
+ * struct colloc_sched_job / colloc_sched_running for each pass.
+ *
+ * Ownership: struct cd_job is caller-owned. Its two heap strings (argv_json,
+ * env_json) belong to it and are freed by cd_job_fini(); everything else is
+ * inline with a fixed maximum size. cd_job_init() zeroes a record and sets
+ * the "none" values (exit_code -1, ...).
+ */
+#ifndef COLLOC_DAEMON_JOB_H
+#define COLLOC_DAEMON_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "colloc/gpu.h"
+#include "colloc/sched.h"
+
+#define CD_NAME_MAX 128
+#define CD_USER_MAX 64
+#define CD_PATH_MAX 4096
+#define CD_REASON_MAX 512
+#define CD_KEY_MAX 17 /* 16 hex digits + NUL */
+#define CD_SOURCE_MAX 16
+#define CD_MODEL_MAX 512
+
+enum cd_job_state {
+	CD_JOB_QUEUED = 0,
+	CD_JOB_RUNNING,
+	CD_JOB_DONE, /* exited 0 */
+	CD_JOB_FAILED, /* non-zero exit, signal, exec failure, OOM given up */
+	CD_JOB_CANCELLED,
+	CD_JOB_STATE_COUNT_
+};
+
+/* "queued", "running", "done", "failed", "cancelled"; parse returns -1 for
+ * anything else. */
+const char *cd_job_state_name(int state);
+int cd_job_state_parse(const char *name);
+
+/* True for done, failed and cancelled: the job will never change again. */
+bool cd_job_state_final(int state);
+
+struct cd_job {
+	uint64_t id; /* 1, 2, ... assigned by the store; never reused */
+	char name[CD_NAME_MAX]; /* user's --name, else argv[0]'s base name */
+	uint32_t uid; /* submitting user, from the socket's peer credentials */
+	uint32_t gid;
+	char user[CD_USER_MAX]; /* user name at submit time */
+	int state; /* enum cd_job_state */
+
+	/* What it asks for. */
+	int n_gpus; /* 1..COLLOC_SCHED_MAX_GPUS */
+	int priority; /* higher first; default 0 */
+	uint64_t mem_need_bytes; /* per GPU, what the scheduler gates on */
+	char mem_source[CD_SOURCE_MAX]; /* "request", "estimate", "history",
+					 * "default", "oom-retry" */
+	double util_pred; /* predicted activity 0..1 */
+	char model[CD_MODEL_MAX]; /* model arguments as given, "" if none */
+	char key[CD_KEY_MAX]; /* history key: same command, cwd, model */
+
+	/* What it runs: argv and environment as JSON arrays of strings. */
+	char cwd[CD_PATH_MAX];
+	char *argv_json; /* owned; ["cmd","arg",...] */
+	char *env_json; /* owned; ["NAME=VALUE",...] */
+
+	/* Where and how it runs. */
+	int attempts; /* launches so far (an OOM retry adds one) */
+	bool exclusive; /* must have its GPUs alone (after OOM retries) */
+	int n_assigned; /* GPUs it runs on now or ran on last */
+	char gpus[COLLOC_SCHED_MAX_GPUS][COLLOC_GPU_UUID_MAX]; /* their UUIDs */
+	int64_t sup_pid; /* its supervisor while running, else 0 */
+	uint64_t sup_start; /* the supervisor's start time (clock ticks
+			     * since boot, /proc/PID/stat field 22): tells
+			     * a live supervisor from a reused pid */
+	int64_t job_pgid; /* the job's process group while running, else 0 */
+	uint64_t peak_bytes; /* largest measured GPU memory, per GPU */
+	double util_mean; /* mean measured activity while running, 0..1 */
+	uint64_t util_samples; /* samples behind util_mean */
+	bool cancel_requested;
+
+	/* How it ended. */
+	int exit_code; /* -1 while none */
+	int term_signal; /* signal that killed it, 0 if none */
+	char reason[CD_REASON_MAX]; /* why it failed / was re-queued */
+
+	int64_t submit_ms; /* wall clock, ms since the epoch */
+	int64_t start_ms; /* last launch, 0 if never */
+	int64_t end_ms; /* 0 until final */
+};
+
+/* Zero job and set the "none" values; frees nothing. */
+void cd_job_init(struct cd_job *job);
+
+/* Free job's heap strings and cd_job_init() it again. NULL is a no-op. */
+void cd_job_fini(struct cd_job *job);
+
+/*
+ * The history key of a job: 16 lowercase hex digits of a 64-bit FNV-1a hash
+ * over argv_json, cwd and model (each followed by a NUL byte), so that
+ * reruns of the same command in the same directory with the same model
+ * arguments share measured peaks. Writes into key (CD_KEY_MAX bytes).
+ */
+void cd_job_history_key(const char *argv_json, const char *cwd, const char *model,
+			char key[CD_KEY_MAX]);
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * server.c — collocd's one event loop (see server.h). libmicrohttpd runs
+ * in "external epoll" mode: it never starts a thread, and we poll its
+ * epoll descriptor together with a signalfd, so API requests, child exits
+ * and the sampling timer are handled one at a time in one thread.
+ */
+#define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/api.h"
+
+/* One request being received. */
+struct request {
+	char *body;
+	size_t len, cap;
+	bool too_large;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Append "key=value&" for each GET argument into the query buffer. */
+struct query_buf {
+	char text[1024];
+	size_t len;
+	bool overflow;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct query_buf *q = cls;
+	int n;
+
+	(void)kind;
+	n = snprintf(q->text + q->len, sizeof(q->text) - q->len, "%s%s=%s",
+		     q->len ? "&" : "", key ? key : "", value ? value : "");
+	if (n < 0 || (size_t)n >= sizeof(q->text) - q->len) {
+		q->overflow = true;
+		return MHD_NO;
+	}
+	q->len += (size_t)n;
+	return MHD_YES;
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *c, struct cd_api_response *r)
+{
+	static char empty[1];
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	char num[32];
+
+	resp = MHD_create_response_from_buffer(r->body_len, r->body ? r->body : empty,
+					       r->body ? MHD_RESPMEM_MUST_FREE
+						       : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		cd_api_response_fini(r);
+		return MHD_NO;
+	}
+	r->body = NULL; /* MHD owns it now */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				r->content_type ? r->content_type : "application/json");
+	if (r->job_state) {
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)r->log_offset);
+		MHD_add_response_header(resp, "X-Colloc-Offset", num);
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)r->log_size);
+		MHD_add_response_header(resp, "X-Colloc-Size", num);
+		MHD_add_response_header(resp, "X-Colloc-State", r->job_state);
+	}
+	ret = MHD_queue_response(c, (unsigned)r->status, resp);
+	MHD_destroy_response(resp);
+	cd_api_response_fini(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct cd_daemon *d = cls;
+	struct request *req = *con_cls;
+	struct cd_api_response r;
+	struct query_buf q = {{0}, 0, false};
+	const union MHD_ConnectionInfo *ci;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct cd_peer peer;
+
+	(void)version;
+	if (!req) {
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return MHD_NO;
+		*con_cls = req;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+
+		*upload_data_size = 0;
+		if (req->too_large || req->len + n > CD_API_BODY_MAX) {
+			req->too_large = true;
+			return MHD_YES;
+		}
+		if (req->len + n + 1 > req->cap) {
+			size_t cap = req->cap ? req->cap : 4096;
+			char *nb;
+
+			while (cap < req->len + n + 1)
+				cap *= 2;
+			nb = realloc(req->body, cap);
+			if (!nb)
+				return MHD_NO;
+			req->body = nb;
+			req->cap = cap;
+		}
+		memcpy(req->body + req->len, upload_data, n);
+		req->len += n;
+		req->body[req->len] = '\0';
+		return MHD_YES;
+	}
+	memset(&r, 0, sizeof(r));
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
+		static char msg[] =
+			"{\"error\":{\"status\":403,\"code\":\"forbidden\","
+			"\"message\":\"cannot read the caller's credentials\"}}";
+
+		r.status = 403;
+		r.content_type = "application/json";
+		r.body = strdup(msg);
+		r.body_len = r.body ? strlen(msg) : 0;
+		return send_response(c, &r);
+	}
+	peer.uid = cred.uid;
+	peer.gid = cred.gid;
+	peer.pid = cred.pid;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+	if (req->too_large) {
+		cd_api_handle(d, &peer, method, url, "", NULL, CD_API_BODY_MAX + 1, &r);
+	} else if (q.overflow) {
+		cd_api_handle(d, &peer, method, url, "x=overlong", NULL, 0, &r);
+	} else {
+		cd_api_handle(d, &peer, method, url, q.text, req->body, req->len, &r);
+	}
+	return send_response(c, &r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct request *req = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (req) {
+		free(req->body);
+		free(req);
+		*con_cls = NULL;
+	}
+}
+
+/* Bind and listen on path, replacing a stale socket but never a live one
+ * or a file that is not a socket. */
+static int listen_unix(const char *path, mode_t mode, struct colloc_diag *diag)
+{
+	struct sockaddr_un sa;
+	struct stat sb;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return colloc_diag_set(diag, COLLOC_ELIMIT,
+				       "socket path '%s' is longer than %zu bytes", path,
+				       sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &sb) == 0) {
+		int probe;
+
+		if (!S_ISSOCK(sb.st_mode))
+			return colloc_diag_set(
+				diag, COLLOC_EUSAGE,
+				"%s exists and is not a socket; not touching it", path);
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe >= 0 &&
+		    connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(probe);
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "another collocd is listening on %s",
+					       path);
+		}
+		if (probe >= 0)
+			close(probe);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return colloc_diag_set(diag, -errno, "socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(path, mode) != 0 ||
+	    listen(fd, 128) != 0) {
+		int e = errno;
+
+		close(fd);
+		return colloc_diag_set(diag, -e, "cannot listen on %s: %s", path,
+				       strerror(e));
+	}
+	return fd;
+}
+
+static void reap_children(struct cd_daemon *d)
+{
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+
+		if (pid <= 0)
+			break;
+		cd_daemon_reap(d, pid);
+	}
+}
+
+int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_diag *diag)
+{
+	const union MHD_DaemonInfo *info;
+	struct MHD_Daemon *mhd = NULL;
+	struct pollfd pfd[2];
+	sigset_t mask, old;
+	int lfd, sfd = -1, rc = 0;
+	bool stop = false;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigprocmask(SIG_BLOCK, &mask, &old) != 0)
+		return colloc_diag_set(diag, -errno, "sigprocmask: %s", strerror(errno));
+	lfd = listen_unix(socket_path, geteuid() == 0 ? 0666 : 0600, diag);
+	if (lfd < 0) {
+		rc = lfd;
+		goto out;
+	}
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		rc = colloc_diag_set(diag, -errno, "signalfd: %s", strerror(errno));
+		goto out;
+	}
+	mhd = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, d,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_END);
+	if (!mhd) {
+		rc = colloc_diag_set(diag, -EIO, "libmicrohttpd could not start on %s",
+				     socket_path);
+		goto out;
+	}
+	info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		rc = colloc_diag_set(diag, -EIO, "libmicrohttpd has no epoll descriptor");
+		goto out;
+	}
+	pfd[0].fd = sfd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = info->epoll_fd;
+	pfd[1].events = POLLIN;
+	while (!stop) {
+		MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
+		int64_t wait_ms = cd_daemon_tick(d, mono_ms(), false);
+		struct signalfd_siginfo si;
+
+		if (MHD_get_timeout(mhd, &mhd_ms) == MHD_YES && (int64_t)mhd_ms < wait_ms)
+			wait_ms = (int64_t)mhd_ms;
+		if (cd_daemon_dirty(d))
+			wait_ms = 0;
+		if (poll(pfd, 2, (int)(wait_ms > 60000 ? 60000 : wait_ms)) < 0 &&
+		    errno != EINTR) {
+			rc = colloc_diag_set(diag, -errno, "poll: %s", strerror(errno));
+			break;
+		}
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (si.ssi_signo == SIGCHLD)
+				reap_children(d);
+			else if (si.ssi_signo == SIGHUP)
+				continue; /* reserved for a config reload */
+			else
+				stop = true;
+		}
+		MHD_run(mhd);
+	}
+out:
+	if (mhd)
+		MHD_stop_daemon(mhd); /* closes the listening socket too */
+	else if (lfd >= 0)
+		close(lfd);
+	if (lfd >= 0)
+		unlink(socket_path);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

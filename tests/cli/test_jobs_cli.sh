@@ -1,0 +1,321 @@
+#!/bin/sh
+# End-to-end checks of colloc's job commands (submit, queue, show, cancel,
+# logs, wait, gpus) against a real collocd on a temporary socket with two
+# simulated 8 GiB GPUs: output, --json validity, exit statuses (wait's job
+# status, 124 on timeout, 3 when the daemon is unreachable, 2 for usage).
+# Usage: test_jobs_cli.sh PATH/TO/colloc PATH/TO/collocd PATH/TO/colloc-simjob
+# (COLLOC_DATA_DIR defaults to the repository's data/). Prints
+# "N passed, M failed"; exits non-zero on any failure. Every wait is bounded
+# and the daemon is stopped on exit.
+set -u
+colloc=$1
+collocd=$2
+simjob=$3
+pass=0
+fail=0
+# A short directory: a socket path has at most 107 bytes.
+tmp=$(mktemp -d /tmp/colloc-jobs.XXXXXX)
+sock=$tmp/s.sock
+dpid=
+long_ids=
+: "${COLLOC_DATA_DIR:=$(cd "$(dirname "$0")/../.." && pwd)/data}"
+export COLLOC_DATA_DIR
+unset COLLOC_SOCKET CUDA_VISIBLE_DEVICES COLLOC_SIM_STATE
+
+cleanup() {
+	if [ -n "$dpid" ]; then
+		# Jobs outlive a stopped daemon (their supervisors keep them):
+		# cancel the long ones first.
+		if [ -n "$long_ids" ]; then
+			# shellcheck disable=SC2086
+			"$colloc" --socket "$sock" cancel $long_ids >/dev/null 2>&1
+			# shellcheck disable=SC2086
+			"$colloc" --socket "$sock" wait --timeout 15s $long_ids >/dev/null 2>&1
+		fi
+		kill "$dpid" 2>/dev/null
+		i=0
+		while kill -0 "$dpid" 2>/dev/null && [ "$i" -lt 50 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -9 "$dpid" 2>/dev/null
+		wait "$dpid" 2>/dev/null
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# bounded SECS CMD...: run CMD, killing it after SECS seconds.
+bounded() {
+	secs=$1
+	shift
+	"$@" &
+	cpid=$!
+	# The watchdog takes its sleep with it when it is stopped early.
+	(
+		sleep "$secs" &
+		spid=$!
+		trap 'kill "$spid"; exit 0' TERM
+		wait "$spid" && kill "$cpid"
+	) >/dev/null 2>&1 &
+	kpid=$!
+	wait "$cpid"
+	st=$?
+	kill "$kpid" 2>/dev/null
+	wait "$kpid" 2>/dev/null
+	return "$st"
+}
+
+# no_env_socket CMD...: run CMD without COLLOC_SOCKET in its environment.
+no_env_socket() {
+	(
+		unset COLLOC_SOCKET
+		exec "$@"
+	)
+}
+
+ok() { pass=$((pass + 1)); }
+bad() {
+	echo "FAIL $*"
+	fail=$((fail + 1))
+}
+# is GOT WANT WHAT: pass when GOT = WANT, else fail saying WHAT.
+is() {
+	if [ "$1" = "$2" ]; then ok; else bad "$3 (got '$1', expected '$2')"; fi
+}
+
+# expect NAME STATUS PATTERN CMD...: run CMD (at most 30 s), check its exit
+# status and that stdout+stderr match the extended regex PATTERN.
+expect() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	bounded 30 "$@" >"$tmp/out" 2>&1
+	got=$?
+	if [ "$got" != "$want" ]; then
+		bad "$name: exit $got, expected $want"
+		sed 's/^/  | /' "$tmp/out" | head -5
+	elif ! grep -Eq -- "$pat" "$tmp/out"; then
+		bad "$name: output does not match /$pat/"
+		sed 's/^/  | /' "$tmp/out" | head -5
+	else
+		ok
+	fi
+}
+
+# json_ok NAME CMD...: CMD exits 0 and its stdout is one valid JSON value.
+json_ok() {
+	name=$1
+	shift
+	bounded 30 "$@" >"$tmp/json" 2>"$tmp/err"
+	st=$?
+	if [ "$st" != 0 ]; then
+		bad "$name: exit status $st"
+		sed 's/^/  | /' "$tmp/err" | head -5
+	elif ! python3 -c 'import json,sys; json.load(sys.stdin)' <"$tmp/json"; then
+		bad "$name: output is not valid JSON"
+		head -c 300 "$tmp/json" | sed 's/^/  | /'
+	else
+		ok
+	fi
+}
+
+# jq_py EXPR...: print Python expressions on the JSON in $tmp/json (as j),
+# separated by spaces (print's way).
+jq_py() {
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($1)" "$tmp/json"
+}
+
+# submit ARGS...: submit a job, print its id (empty on failure).
+submit() {
+	bounded 30 "$colloc" submit "$@" 2>"$tmp/err" | sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p'
+}
+
+# state_of ID: the job's state now.
+state_of() {
+	bounded 30 "$colloc" show --json "$1" >"$tmp/json" 2>/dev/null && jq_py 'j["state"]'
+}
+
+# wait_state ID STATE: wait (at most ~10 s) until the job is in STATE.
+wait_state() {
+	i=0
+	while [ "$i" -lt 100 ]; do
+		[ "$(state_of "$1")" = "$2" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# --- without a daemon ---------------------------------------------------------
+expect help 0 "submit .*CMD" "$colloc" --help
+expect help-exit-codes 0 "3 +collocd could not be reached" "$colloc" --help
+for c in submit queue show cancel logs wait gpus; do
+	expect "help-$c" 0 "usage: colloc $c" "$colloc" "$c" --help
+done
+expect wait-help-codes 0 "128\+N" "$colloc" wait --help
+expect wait-help-timeout 0 "124" "$colloc" wait --help
+
+unreach="colloc: error: cannot reach collocd at $tmp/none.sock: .*\(is collocd running\? set --socket or COLLOC_SOCKET\)"
+expect unreachable-queue 3 "$unreach" "$colloc" queue --socket "$tmp/none.sock"
+expect unreachable-submit 3 "$unreach" "$colloc" submit --socket "$tmp/none.sock" /bin/true
+expect unreachable-show 3 "$unreach" "$colloc" --socket "$tmp/none.sock" show 1
+expect unreachable-cancel 3 "$unreach" "$colloc" cancel 1 --socket "$tmp/none.sock"
+expect unreachable-logs 3 "$unreach" "$colloc" logs 1 --socket="$tmp/none.sock"
+expect unreachable-wait 3 "$unreach" env COLLOC_SOCKET="$tmp/none.sock" "$colloc" wait 1
+expect unreachable-gpus 3 "$unreach" "$colloc" gpus --socket "$tmp/none.sock"
+: >"$tmp/plain-file"
+expect unreachable-not-socket 3 "cannot reach collocd at .*plain-file: Connection refused" \
+	"$colloc" queue --socket "$tmp/plain-file"
+
+expect usage-submit-nocmd 2 "CMD is missing" "$colloc" submit --mem 1GiB
+expect usage-submit-mem 2 "--mem: 'lots' is not a positive size" "$colloc" submit --mem lots /bin/true
+expect usage-submit-both 2 "choose one" "$colloc" submit --mem 1GiB --model resnet18 --batch 1 /bin/true
+expect usage-submit-batch 2 "--model needs --batch" "$colloc" submit --model resnet18 /bin/true
+expect usage-submit-orphan 2 "describe a --model" "$colloc" submit --batch 4 /bin/true
+expect usage-submit-util 2 "--util wants a percentage" "$colloc" submit --util 150 /bin/true
+expect usage-submit-gpus 2 "--gpus wants a positive integer" "$colloc" submit --gpus 0 /bin/true
+expect usage-submit-dash 2 "unknown or incomplete option '--frob'" "$colloc" submit --frob /bin/true
+expect usage-submit-model 2 "unbound; bind it with --dim seq=N" "$colloc" submit --model gpt2 --batch 1 /bin/true
+expect usage-queue-arg 2 "unexpected argument 'x'" "$colloc" queue x
+expect usage-show-id 2 "'abc' is not a job id" "$colloc" show abc
+expect usage-show-none 2 "JOB is missing" "$colloc" show
+expect usage-show-two 2 "one JOB only" "$colloc" show 1 2
+expect usage-cancel-none 2 "JOB is missing" "$colloc" cancel
+expect usage-logs-json 2 "unknown or incomplete option '--json'" "$colloc" logs 1 --json
+expect usage-wait-timeout 2 "--timeout wants a duration" "$colloc" wait 1 --timeout soon
+expect usage-socket-missing 2 "--socket wants a path" "$colloc" --socket
+expect usage-socket-estimate 2 "--socket is for commands that talk to collocd" \
+	"$colloc" --socket "$sock" estimate resnet18 --batch 1
+expect usage-gpus-both 2 "choose one" "$colloc" gpus --gpus sim --socket "$sock"
+
+# --- start the daemon -----------------------------------------------------------
+"$collocd" --gpus "sim:2x8GiB,path=$tmp/sim.state" --socket "$sock" \
+	--db "$tmp/db.sqlite" --state-dir "$tmp/state" 2>"$tmp/collocd.log" &
+dpid=$!
+i=0
+until "$colloc" --socket "$sock" queue >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -ge 100 ] || ! kill -0 "$dpid" 2>/dev/null; then
+		echo "FAIL collocd did not start:"
+		sed 's/^/  | /' "$tmp/collocd.log" | tail -10
+		exit 1
+	fi
+	sleep 0.1
+done
+COLLOC_SOCKET=$sock
+export COLLOC_SOCKET
+
+# --- gpus -----------------------------------------------------------------------
+expect gpus-table 0 "reserved .*jobs" "$colloc" gpus
+expect gpus-rows 0 "^1 +SIM-[0-9a-f-]+ " "$colloc" gpus
+json_ok gpus-json "$colloc" gpus --json
+is "$(jq_py 'len(j["gpus"]), "mem_reserved_bytes" in j["gpus"][0]')" "2 True" \
+	"gpus --json: 2 GPUs with mem_reserved_bytes"
+expect gpus-direct 0 "processes \(pid:memory\)" "$colloc" gpus --gpus "sim:path=$tmp/sim.state"
+
+# --- submit, queue, show, wait, logs ------------------------------------------
+id1=$(submit --mem 1GiB --name sj -- "$simjob" --mem 1GiB --duration 3s)
+is "${id1:+yes}" yes "submit simjob: 'submitted job N' ($(cat "$tmp/err"))"
+id3=$(submit --mem 256MiB /bin/sh -c 'echo hi; echo oops >&2; exit 3')
+is "${id3:+yes}" yes "submit exit-3 job: 'submitted job N' ($(cat "$tmp/err"))"
+
+expect queue-header 0 "^ +ID NAME +USER +STATE +GPUS +MEM +ATTEMPTS +TIME +REASON" "$colloc" queue
+expect queue-row 0 "^ +$id1 sj +[^ ]+ +(queued|running) +1 +1.00 GiB" "$colloc" queue
+json_ok queue-json "$colloc" queue --json
+is "$(jq_py '[x["id"] for x in j["jobs"]][:2]')" "[$id1, $id3]" "queue --json: job ids"
+json_ok queue-json-state "$colloc" queue --json --state done,failed,cancelled
+expect queue-bad-state 1 "colloc: error: .*bogus" "$colloc" queue --state bogus
+
+if wait_state "$id1" running; then ok; else bad "job $id1 never ran"; fi
+json_ok gpus-json-running "$colloc" gpus --json
+is "$(jq_py "any($id1 in g['jobs'] for g in j['gpus'])")" True "gpus --json: job $id1 on a GPU"
+expect gpus-jobs-column 0 " $id1\$" "$colloc" gpus
+
+expect show-human 0 "^state: +(running|done)" "$colloc" show "$id1"
+expect show-mem 0 "^memory need: +1.00 GiB per GPU \(request\)" "$colloc" show "$id1"
+expect show-events 0 "^  [0-9-]+ [0-9:.]+ +submit " "$colloc" show "$id1"
+json_ok show-json "$colloc" show --json "$id1"
+is "$(jq_py 'j["id"], j["name"]')" "$id1 sj" "show --json: id and name"
+expect show-missing 1 "^colloc: error: " "$colloc" show 999999
+
+expect wait-exit-3 3 "job $id3 failed \(exit 3\)" "$colloc" wait "$id3" --timeout 20s
+expect logs-exit-3 0 "^hi$" "$colloc" logs "$id3"
+expect logs-stderr 0 "^oops$" "$colloc" logs "$id3"
+expect wait-done 0 "job $id1 done" "$colloc" wait "$id1" --timeout 20s
+json_ok wait-json sh -c "\"$colloc\" wait --json $id1 $id3; [ \$? = 1 ]"
+is "$(jq_py '[x["state"] for x in j["jobs"]]')" "['done', 'failed']" "wait --json: states"
+expect wait-several 1 "job $id3 failed" "$colloc" wait "$id1" "$id3" --timeout 5s
+expect wait-missing 1 "^colloc: error: " "$colloc" wait 999999 --timeout 5s
+
+id9=$(submit --mem 256MiB /bin/sh -c 'kill -9 $$')
+expect wait-signal 137 "job $id9 failed \(signal 9\)" "$colloc" wait "$id9" --timeout 20s
+
+# --json submit, --socket in its three places, the model estimate.
+json_ok submit-json "$colloc" submit --json --mem 256MiB --util 40 --priority -5 --exclusive \
+	--name jj /bin/echo --json
+idj=$(jq_py 'j["id"]')
+is "$(jq_py 'j["name"], j["util_pred"], j["priority"], j["exclusive"]')" "jj 0.4 -5 True" \
+	"submit --json: name, util, priority, exclusive as given"
+expect submit-args-go-to-cmd 0 "^--json$" sh -c "\"$colloc\" wait $idj --timeout 20s >/dev/null && \"$colloc\" logs $idj"
+expect socket-before 0 "^ +$idj jj " no_env_socket "$colloc" --socket "$sock" queue
+expect socket-after 0 "^ +$idj jj " no_env_socket "$colloc" queue --socket "$sock"
+expect socket-equals 0 "^ +$idj jj " no_env_socket "$colloc" queue --socket="$sock"
+
+if peak=$("$colloc" estimate resnet18 --batch 4 --optimizer sgd --json 2>/dev/null |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_device_bytes"])'); then
+	json_ok submit-model "$colloc" submit --json --model resnet18 --batch 4 --optimizer sgd /bin/true
+	is "$(jq_py 'j["mem_need_bytes"], j["mem_source"], j["model"]')" \
+		"$peak estimate resnet18 --batch 4 --optimizer sgd" \
+		"submit --model: need (the estimate's peak), source, model text"
+else
+	bad "colloc estimate resnet18 failed (COLLOC_DATA_DIR=$COLLOC_DATA_DIR)"
+fi
+
+# logs -f follows a job to its end.
+# shellcheck disable=SC2016 # $i is the job's
+idf=$(submit --mem 256MiB /bin/sh -c 'for i in 1 2 3 4 5; do echo "line $i"; sleep 0.2; done')
+bounded 20 "$colloc" logs -f "$idf" >"$tmp/follow" 2>&1
+st=$?
+is "$st" 0 "logs -f: exit status"
+is "$(cat "$tmp/follow")" "$(printf 'line %s\n' 1 2 3 4 5)" "logs -f: output"
+expect follow-ended 0 "^state: +done" "$colloc" show "$idf"
+
+# --- cancel and timeouts --------------------------------------------------------
+idl=$(submit --mem 256MiB sleep 30)
+long_ids="$idl"
+expect wait-timeout 124 "colloc: error: wait: timed out after 300ms: job $idl" \
+	"$colloc" wait "$idl" --timeout 300ms
+json_ok wait-timeout-json-valid sh -c "\"$colloc\" wait --json --timeout 100ms $idl; [ \$? = 124 ]"
+expect cancel 0 "^cancelled job $idl$" "$colloc" cancel "$idl"
+expect wait-cancelled 1 "job $idl cancelled" "$colloc" wait "$idl" --timeout 20s
+expect cancel-again 1 "^colloc: error: " "$colloc" cancel "$idl"
+expect cancel-missing 1 "^colloc: error: " "$colloc" cancel 999999
+expect show-cancelled 0 "^state: +cancelled" "$colloc" show "$idl"
+
+idq=$(submit --mem 256MiB --gpus 2 --exclusive sleep 30)
+idq2=$(submit --mem 256MiB --gpus 2 --exclusive sleep 30)
+long_ids="$idl $idq $idq2"
+expect cancel-queued 0 "^cancelled job $idq2$" "$colloc" cancel "$idq2"
+expect cancel-mixed 1 "cancelled job $idq" "$colloc" cancel 999999 "$idq"
+expect wait-queued-cancelled 1 "job $idq2 cancelled" "$colloc" wait "$idq2" --timeout 20s
+
+# --- the daemon goes away -------------------------------------------------------
+expect wait-both-cancelled 1 "cancelled" "$colloc" wait "$idq" "$idq2" --timeout 20s
+long_ids=
+kill "$dpid"
+i=0
+while kill -0 "$dpid" 2>/dev/null && [ "$i" -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+wait "$dpid" 2>/dev/null
+dpid=
+expect stopped-queue 3 "cannot reach collocd at $sock" "$colloc" queue
+expect stopped-gpus-named 3 "cannot reach collocd at $sock" "$colloc" gpus
+mkdir "$tmp/xdg"
+expect stopped-gpus-fallback 0 "processes \(pid:memory\)" no_env_socket env \
+	XDG_RUNTIME_DIR="$tmp/xdg" COLLOC_SIM_STATE="$tmp/sim.state" "$colloc" gpus
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

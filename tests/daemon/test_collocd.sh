@@ -1,0 +1,253 @@
+#!/bin/sh
+# Integration tests of collocd: the real daemon, the real `colloc` CLI, jobs
+# as real processes on simulated GPUs, in a temporary directory.
+#
+#   test_collocd.sh PATH/TO/colloc PATH/TO/collocd PATH/TO/colloc-simjob
+#
+# Needs curl (raw API requests). As root it also creates a second user
+# (colloc-it2) to check that users cannot see or cancel each other's jobs.
+# Every wait is bounded. Prints "N passed, M failed"; exits non-zero on any
+# failure.
+set -u
+colloc=$1
+collocd=$2
+simjob=$3
+pass=0
+fail=0
+T=$(mktemp -d /tmp/colloc-it.XXXXXX)
+chmod 755 "$T"
+DAEMONS=""
+
+cleanup() {
+	for p in $DAEMONS; do kill -9 "$p" 2>/dev/null; done
+	# Anything a test left running (supervisors, jobs) mentions $T.
+	pkill -9 -f "$T" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+
+ok() { pass=$((pass + 1)); }
+bad() {
+	echo "FAIL $1: $2"
+	fail=$((fail + 1))
+}
+
+# check NAME CONDITION-COMMAND...: the command must succeed.
+check() {
+	name=$1
+	shift
+	if "$@"; then ok; else bad "$name" "$*"; fi
+}
+
+# field JSON NAME: the value of "NAME": in compact or pretty JSON (first one).
+field() {
+	printf '%s' "$1" | tr -d '\n' | sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1
+}
+
+# start NAME SPEC [ARGS...]: a daemon on simulated GPUs SPEC ("2x8GiB"),
+# sampling every 200 ms; waits until it answers.
+start() {
+	name=$1 spec=$2
+	shift 2
+	"$collocd" --gpus "sim:$spec,path=$T/$name.state" --socket "$T/$name.sock" \
+		--db "$T/$name.db" --state-dir "$T/$name" --set sample_interval=200ms "$@" \
+		>>"$T/$name.log" 2>&1 &
+	echo $! >"$T/$name.pid"
+	DAEMONS="$DAEMONS $!"
+	i=0
+	while ! "$colloc" --socket "$T/$name.sock" queue >/dev/null 2>&1; do
+		i=$((i + 1))
+		if [ $i -gt 100 ]; then
+			bad "start-$name" "collocd did not answer within 10 s"
+			sed 's/^/  | /' "$T/$name.log" | tail -5
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+stop() {
+	kill "$(cat "$T/$1.pid")" 2>/dev/null
+	i=0
+	while kill -0 "$(cat "$T/$1.pid")" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# c NAME ARGS...: the CLI against daemon NAME.
+c() {
+	name=$1
+	shift
+	"$colloc" --socket "$T/$name.sock" "$@"
+}
+
+# submit NAME ARGS...: submit and print the new job's id.
+submit() {
+	name=$1
+	shift
+	c "$name" submit "$@" | sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p'
+}
+
+api() { # api NAME METHOD PATH [BODY]: prints the body, then "HTTP NNN"
+	if [ $# -ge 4 ]; then
+		curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/$1.sock" -X "$2" \
+			-H 'Content-Type: application/json' --data-binary "$4" "http://localhost$3"
+	else
+		curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/$1.sock" -X "$2" \
+			"http://localhost$3"
+	fi
+}
+
+waitall() { # waitall NAME ID...: wait for the jobs, at most 90 s
+	name=$1
+	shift
+	c "$name" wait --timeout 90s "$@" >/dev/null 2>&1
+}
+
+state_of() { field "$(c "$1" show "$2" --json)" state; }
+
+# --- A. a job's exit status, log, and a command that cannot start -----------
+start basic 1x8GiB || exit 1
+id=$(submit basic --mem 1GiB -- sh -c 'echo hello from the job; exit 3')
+c basic wait --timeout 30s "$id" >/dev/null 2>&1
+check wait-exit-status test $? -eq 3
+j=$(c basic show "$id" --json)
+check exit-failed test "$(field "$j" state)" = failed
+check exit-code test "$(field "$j" exit_code)" = 3
+check logs sh -c "\"$colloc\" --socket \"$T/basic.sock\" logs $id | grep -q 'hello from the job'"
+printf '%s' "$j" >"$T/j"
+check uuid-visible grep -q 'SIM-' "$T/j"
+id=$(submit basic --mem 1GiB -- /nonexistent/trainer --epochs 1)
+waitall basic "$id"
+j=$(c basic show "$id" --json)
+check exec-failed test "$(field "$j" state)" = failed
+printf '%s' "$j" >"$T/j"
+check exec-reason grep -q "cannot execute '/nonexistent/trainer'" "$T/j"
+# The job sees its GPUs by UUID, in PCI order, and the submitted environment.
+id=$(MY_SETTING=42 submit basic --mem 1GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES ORDER=$CUDA_DEVICE_ORDER MINE=$MY_SETTING PWD=$(pwd)"')
+waitall basic "$id"
+check job-env sh -c "c() { \"$colloc\" --socket \"$T/basic.sock\" \"\$@\"; }; c logs $id | grep -Eq 'CVD=SIM-[0-9a-f-]+ ORDER=PCI_BUS_ID MINE=42 PWD=$(pwd)'"
+
+# --- B. malformed API requests: 4xx with a message, nothing changes -----------
+before=$(c basic queue --json | grep -o '"id"' | wc -l)
+check api-bad-json test "$(api basic POST /v1/jobs '{"argv": [')" = 400
+check api-bad-json-msg grep -q '"message":"body is not valid JSON"' "$T/api.out"
+check api-empty-argv test "$(api basic POST /v1/jobs '{"argv":[],"env":[],"cwd":"/"}')" = 400
+check api-rel-cwd test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"tmp"}')" = 400
+check api-gpus test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","gpus":0}')" = 400
+check api-unknown-field test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","gpu":1}')" = 400
+check api-too-big test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","mem_bytes":1099511627776000}')" = 400
+check api-no-job test "$(api basic GET /v1/jobs/abc)" = 404
+check api-no-job2 test "$(api basic GET /v1/jobs/424242)" = 404
+check api-method test "$(api basic DELETE /v1/jobs)" = 405
+check api-query test "$(api basic GET '/v1/jobs?state=sleeping')" = 400
+check api-endpoint test "$(api basic GET /v2/x)" = 404
+head -c 1100000 /dev/zero | tr '\0' 'a' >"$T/big"
+check api-413 test "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/basic.sock" \
+	-X POST --data-binary "@$T/big" http://localhost/v1/jobs)" = 413
+after=$(c basic queue --json | grep -o '"id"' | wc -l)
+check api-nothing-changed test "$before" = "$after"
+stop basic
+
+# --- C. sharing: jobs share a GPU when memory allows, never when not ----------
+start share 1x8GiB || exit 1
+a=$(submit share --mem 3GiB --util 30 -- "$simjob" --mem 3GiB --ramp 300ms --duration 3s --util 30)
+b=$(submit share --mem 3GiB --util 30 -- "$simjob" --mem 3GiB --ramp 300ms --duration 3s --util 30)
+waitall share "$a" "$b"
+check share-a-done test "$(state_of share "$a")" = done
+check share-b-done test "$(state_of share "$b")" = done
+api share GET /v1/stats >/dev/null
+check share-shared test "$(field "$(cat "$T/api.out")" shared_jobs)" = 2
+a=$(submit share --mem 5GiB --util 30 -- "$simjob" --mem 5GiB --ramp 300ms --duration 2s --util 30)
+b=$(submit share --mem 5GiB --util 30 -- "$simjob" --mem 5GiB --ramp 300ms --duration 2s --util 30)
+waitall share "$a" "$b"
+check noshare-a-done test "$(state_of share "$a")" = done
+check noshare-b-done test "$(state_of share "$b")" = done
+api share GET /v1/stats >/dev/null
+check noshare-not-shared test "$(field "$(cat "$T/api.out")" shared_jobs)" = 2
+stop share
+
+# --- D. OOM recovery: the job that under-stated its memory is re-queued with a
+# larger need and finishes; its neighbour is untouched ---------------------------
+start oom 1x8GiB || exit 1
+n=$(submit oom --mem 4GiB --util 30 --name neighbour -- "$simjob" --mem 4GiB --duration 6s --util 30)
+sleep 0.6
+l=$(submit oom --mem 1GiB --util 30 --name liar -- "$simjob" --mem 6GiB --ramp 1s --duration 1s --util 30)
+waitall oom "$n" "$l"
+jn=$(c oom show "$n" --json)
+jl=$(c oom show "$l" --json)
+check oom-neighbour-done test "$(field "$jn" state)" = done
+check oom-neighbour-once test "$(field "$jn" attempts)" = 1
+check oom-liar-done test "$(field "$jl" state)" = done
+check oom-liar-retried test "$(field "$jl" attempts)" -ge 2
+check oom-liar-source test "$(field "$jl" mem_source)" = oom-retry
+printf '%s' "$jl" >"$T/j"
+check oom-event grep -q 'out of memory' "$T/j"
+stop oom
+
+# --- E. kill -9 of the daemon mid-workload, restart: nothing lost, every job
+# ends exactly once with its true exit status ------------------------------------
+start crash 2x8GiB || exit 1
+ids=""
+for k in 1 2 3 4 5 6; do
+	code=0
+	[ $k = 4 ] && code=7
+	ids="$ids $(submit crash --mem 3GiB -- sh -c "echo run >> $T/runs.$k; sleep 2; exit $code")"
+done
+sleep 1
+kill -9 "$(cat "$T/crash.pid")"
+sleep 0.5
+start crash 2x8GiB || exit 1
+waitall crash $ids
+k=0
+for id in $ids; do
+	k=$((k + 1))
+	j=$(c crash show "$id" --json)
+	check "crash-ran-once-$k" test "$(wc -l <"$T/runs.$k" 2>/dev/null)" = 1
+	check "crash-attempts-$k" test "$(field "$j" attempts)" = 1
+	if [ $k = 4 ]; then
+		check "crash-exit-$k" test "$(field "$j" exit_code)" = 7
+	else
+		check "crash-done-$k" test "$(field "$j" state)" = done
+	fi
+done
+api crash GET /v1/stats >/dev/null
+check crash-none-lost test "$(field "$(cat "$T/api.out")" jobs_lost)" = 0
+stop crash
+
+# --- F. users: each sees and cancels only their own jobs -------------------------
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
+	id colloc-it2 >/dev/null 2>&1 || useradd -M -s /bin/sh colloc-it2
+	mkdir -p "$T/bin"
+	cp "$colloc" "$T/bin/colloc"
+	chmod 755 "$T/bin" "$T/bin/colloc"
+	start users 1x8GiB || exit 1
+	chmod 755 "$T/users"
+	r=$(submit users --mem 1GiB -- sleep 30)
+	u=$(cd "$T" && runuser -u colloc-it2 -- "$T/bin/colloc" --socket "$T/users.sock" submit \
+		--mem 1GiB -- sh -c 'id -un' | sed -n 's/^submitted job \([0-9]*\)$/\1/p')
+	check users-submitted test -n "$u"
+	waitall users "$u"
+	check users-runs-as-user sh -c "\"$colloc\" --socket \"$T/users.sock\" logs $u | grep -qx colloc-it2"
+	as2() { (cd "$T" && runuser -u colloc-it2 -- "$T/bin/colloc" --socket "$T/users.sock" "$@"); }
+	as2 show "$r" >"$T/o" 2>&1
+	check users-cannot-see test $? -ne 0
+	check users-cannot-see-msg grep -q "no job $r" "$T/o"
+	as2 cancel "$r" >/dev/null 2>&1
+	check users-cannot-cancel test $? -ne 0
+	check users-still-running test "$(state_of users "$r")" = running
+	as2 queue --all >"$T/o" 2>&1
+	check users-no-all test $? -ne 0
+	check users-own-queue sh -c "as2() { (cd \"$T\" && runuser -u colloc-it2 -- \"$T/bin/colloc\" --socket \"$T/users.sock\" \"\$@\"); }; as2 queue --json | grep -q '\"id\": *$u' && ! as2 queue --json | grep -q '\"id\": *$r[,}]'"
+	check users-admin-sees test "$(field "$(c users show "$u" --json)" user)" = colloc-it2
+	c users cancel "$r" >/dev/null
+	waitall users "$r"
+	check users-cancelled test "$(state_of users "$r")" = cancelled
+	stop users
+else
+	echo "skip: users (needs root, useradd and runuser)"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,1063 @@
+/*
+ * test_store.c — collocd's job record (job.c) and durable store (store.c):
+ * every field through SQLite and back, listing, events, peaks, transactions,
+ * persistence across reopen, and the files the store must refuse.
+ *
+ * File databases live in a mkdtemp() directory per test that teardown
+ * empties and removes. Where a test needs what the API does not offer
+ * (deleting rows, a newer schema version, a damaged row) it edits the file
+ * with SQLite directly while no store has it open.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "colloc/error.h"
+#include "daemon/job.h"
+#include "daemon/store.h"
+#include "test_util.h"
+
+struct fixture {
+	char dir[64];
+	char db[128];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/colloc-test-store-XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->db, sizeof(f->db), "%s/colloc.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	DIR *d = opendir(f->dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) != NULL) {
+		char path[512];
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct cd_store *open_ok(const char *path)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = NULL;
+	int rc = cd_store_open(path, &store, &diag);
+
+	if (rc != 0) {
+		print_error("cd_store_open(%s): %d %s\n", path, rc, diag.msg);
+		fail();
+	}
+	assert_non_null(store);
+	return store;
+}
+
+/* Run constant SQL on path with SQLite directly (no store open). */
+static void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	char *err = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		print_error("%s: %s\n", sql, err ? err : "?");
+		sqlite3_free(err);
+		sqlite3_close(db);
+		fail();
+	}
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	assert_true(fputs(text, fp) >= 0);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *r = malloc(n);
+
+	assert_non_null(r);
+	memcpy(r, s, n);
+	return r;
+}
+
+/* A job with every field set to something other than its init value. */
+static void full_job(struct cd_job *job)
+{
+	cd_job_init(job);
+	snprintf(job->name, sizeof(job->name), "训练-ρ-🚀 résumé");
+	job->uid = 4000000000u;
+	job->gid = 1234;
+	snprintf(job->user, sizeof(job->user), "alice");
+	job->state = CD_JOB_RUNNING;
+	job->n_gpus = 16;
+	job->priority = -7;
+	job->mem_need_bytes = UINT64_MAX;
+	snprintf(job->mem_source, sizeof(job->mem_source), "oom-retry");
+	job->util_pred = 0.625;
+	snprintf(job->model, sizeof(job->model), "--model resnet50 --batch 64");
+	cd_job_history_key("[\"python\",\"train.py\"]", "/x", job->model, job->key);
+	/* The longest cwd the field holds. */
+	memset(job->cwd, 'd', sizeof(job->cwd) - 1);
+	job->cwd[0] = '/';
+	job->cwd[sizeof(job->cwd) - 1] = '\0';
+	job->argv_json = xstrdup("[\"python\",\"train.py\",\"--lr\",\"0.1\"]");
+	job->env_json =
+		xstrdup("[\"CUDA_DEVICE_ORDER=PCI_BUS_ID\",\"HOME=/home/alice\"]");
+	job->attempts = 3;
+	job->exclusive = true;
+	job->n_assigned = COLLOC_SCHED_MAX_GPUS;
+	for (int i = 0; i < COLLOC_SCHED_MAX_GPUS; i++)
+		snprintf(job->gpus[i], sizeof(job->gpus[i]),
+			 "GPU-%08x-1234-5678-9abc-%012x", 0xdeadbe00u + (unsigned)i,
+			 (unsigned)i * 7u);
+	/* One UUID as long as the field allows. */
+	memset(job->gpus[5], 'u', sizeof(job->gpus[5]) - 1);
+	job->gpus[5][sizeof(job->gpus[5]) - 1] = '\0';
+	job->sup_pid = 123456;
+	job->sup_start = UINT64_MAX - 1;
+	job->job_pgid = 123457;
+	job->peak_bytes = (uint64_t)INT64_MAX + 12345;
+	job->util_mean = 0.3125;
+	job->util_samples = UINT64_MAX;
+	job->cancel_requested = true;
+	job->exit_code = 137;
+	job->term_signal = 9;
+	snprintf(job->reason, sizeof(job->reason), "CUDA out of memory — tried 2 GiB");
+	job->submit_ms = 1700000000123;
+	job->start_ms = 1700000001456;
+	job->end_ms = -1;
+}
+
+static void assert_job_equal(const struct cd_job *a, const struct cd_job *b)
+{
+	assert_true(a->id == b->id);
+	assert_string_equal(a->name, b->name);
+	assert_int_equal(a->uid, b->uid);
+	assert_int_equal(a->gid, b->gid);
+	assert_string_equal(a->user, b->user);
+	assert_int_equal(a->state, b->state);
+	assert_int_equal(a->n_gpus, b->n_gpus);
+	assert_int_equal(a->priority, b->priority);
+	assert_true(a->mem_need_bytes == b->mem_need_bytes);
+	assert_string_equal(a->mem_source, b->mem_source);
+	assert_true(a->util_pred == b->util_pred);
+	assert_string_equal(a->model, b->model);
+	assert_string_equal(a->key, b->key);
+	assert_string_equal(a->cwd, b->cwd);
+	assert_string_equal(a->argv_json ? a->argv_json : "[]", b->argv_json);
+	assert_string_equal(a->env_json ? a->env_json : "[]", b->env_json);
+	assert_int_equal(a->attempts, b->attempts);
+	assert_int_equal(a->exclusive, b->exclusive);
+	assert_int_equal(a->n_assigned, b->n_assigned);
+	for (int i = 0; i < a->n_assigned; i++)
+		assert_string_equal(a->gpus[i], b->gpus[i]);
+	assert_true(a->sup_pid == b->sup_pid);
+	assert_true(a->sup_start == b->sup_start);
+	assert_true(a->job_pgid == b->job_pgid);
+	assert_true(a->peak_bytes == b->peak_bytes);
+	assert_true(a->util_mean == b->util_mean);
+	assert_true(a->util_samples == b->util_samples);
+	assert_int_equal(a->cancel_requested, b->cancel_requested);
+	assert_int_equal(a->exit_code, b->exit_code);
+	assert_int_equal(a->term_signal, b->term_signal);
+	assert_string_equal(a->reason, b->reason);
+	assert_true(a->submit_ms == b->submit_ms);
+	assert_true(a->start_ms == b->start_ms);
+	assert_true(a->end_ms == b->end_ms);
+}
+
+/* Insert a plain job with the given state and uid; returns its id. */
+static uint64_t add_job(struct cd_store *store, int state, uint32_t uid)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_job job;
+	int rc;
+
+	cd_job_init(&job);
+	job.state = state;
+	job.uid = uid;
+	job.n_gpus = 1;
+	snprintf(job.name, sizeof(job.name), "job-%d-%u", state, (unsigned)uid);
+	rc = cd_store_job_insert(store, &job, &diag);
+	if (rc != 0) {
+		print_error("insert: %d %s\n", rc, diag.msg);
+		fail();
+	}
+	return job.id;
+}
+
+/* --- job.c ------------------------------------------------------------------ */
+
+static void test_state_names(void **state)
+{
+	(void)state;
+	for (int s = 0; s < CD_JOB_STATE_COUNT_; s++)
+		assert_int_equal(cd_job_state_parse(cd_job_state_name(s)), s);
+	assert_string_equal(cd_job_state_name(CD_JOB_QUEUED), "queued");
+	assert_string_equal(cd_job_state_name(CD_JOB_RUNNING), "running");
+	assert_string_equal(cd_job_state_name(CD_JOB_DONE), "done");
+	assert_string_equal(cd_job_state_name(CD_JOB_FAILED), "failed");
+	assert_string_equal(cd_job_state_name(CD_JOB_CANCELLED), "cancelled");
+	assert_non_null(cd_job_state_name(-1));
+	assert_non_null(cd_job_state_name(CD_JOB_STATE_COUNT_));
+	assert_int_equal(cd_job_state_parse("Queued"), -1);
+	assert_int_equal(cd_job_state_parse(""), -1);
+	assert_int_equal(cd_job_state_parse("unknown"), -1);
+	assert_int_equal(cd_job_state_parse(NULL), -1);
+	assert_false(cd_job_state_final(CD_JOB_QUEUED));
+	assert_false(cd_job_state_final(CD_JOB_RUNNING));
+	assert_true(cd_job_state_final(CD_JOB_DONE));
+	assert_true(cd_job_state_final(CD_JOB_FAILED));
+	assert_true(cd_job_state_final(CD_JOB_CANCELLED));
+	assert_false(cd_job_state_final(-1));
+	assert_false(cd_job_state_final(CD_JOB_STATE_COUNT_));
+}
+
+static void test_job_init_fini(void **state)
+{
+	struct cd_job job;
+
+	(void)state;
+	memset(&job, 0x5a, sizeof(job));
+	cd_job_init(&job);
+	assert_int_equal(job.exit_code, -1);
+	assert_int_equal(job.state, CD_JOB_QUEUED);
+	assert_true(job.id == 0);
+	assert_null(job.argv_json);
+	assert_null(job.env_json);
+	assert_string_equal(job.name, "");
+	assert_string_equal(job.cwd, "");
+	assert_int_equal(job.n_assigned, 0);
+	assert_true(job.util_pred == 0.0);
+
+	job.argv_json = xstrdup("[\"a\"]");
+	job.env_json = xstrdup("[]");
+	job.state = CD_JOB_DONE;
+	cd_job_fini(&job); /* ASan reports a leak if the strings stay */
+	assert_null(job.argv_json);
+	assert_null(job.env_json);
+	assert_int_equal(job.exit_code, -1);
+	assert_int_equal(job.state, CD_JOB_QUEUED);
+	cd_job_fini(NULL);
+}
+
+static void test_history_key(void **state)
+{
+	const char *argv = "[\"python\",\"train.py\"]";
+	char key[CD_KEY_MAX];
+	char other[CD_KEY_MAX];
+
+	(void)state;
+	/* Expected values from Python: FNV-1a 64 over each part and a NUL. */
+	cd_job_history_key(argv, "/home/u/proj", "", key);
+	assert_string_equal(key, "12ba4348a071771c");
+	cd_job_history_key(NULL, NULL, NULL, key);
+	assert_string_equal(key, "d94d12186c0f2fb7");
+	cd_job_history_key("", "", "", other);
+	assert_string_equal(key, other);
+
+	cd_job_history_key(argv, "/home/u/proj", "", key);
+	cd_job_history_key(argv, "/home/u/proj", NULL, other);
+	assert_string_equal(key, other);
+	assert_int_equal(strlen(key), 16);
+	for (int i = 0; i < 16; i++)
+		assert_non_null(strchr("0123456789abcdef", key[i]));
+
+	cd_job_history_key("[\"python\",\"train2.py\"]", "/home/u/proj", "", other);
+	assert_string_not_equal(key, other);
+	cd_job_history_key(argv, "/home/u/proj2", "", other);
+	assert_string_not_equal(key, other);
+	cd_job_history_key(argv, "/home/u/proj", "--batch 8", other);
+	assert_string_not_equal(key, other);
+	/* The NUL separators keep the parts apart. */
+	cd_job_history_key("ab", "c", "", key);
+	cd_job_history_key("a", "bc", "", other);
+	assert_string_not_equal(key, other);
+	cd_job_history_key("a", "", "b", key);
+	cd_job_history_key("a", "b", "", other);
+	assert_string_not_equal(key, other);
+}
+
+/* --- store: jobs ------------------------------------------------------------ */
+
+static void test_roundtrip(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job job;
+	struct cd_job got;
+	uint64_t last = 99;
+
+	(void)state;
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 0);
+
+	full_job(&job);
+	job.id = 777; /* ignored */
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_true(job.id == 1);
+	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), 0);
+	assert_job_equal(&job, &got);
+	cd_job_fini(&got);
+
+	/* NULL JSON strings are stored as "[]"; no GPUs assigned. */
+	cd_job_fini(&job);
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_true(job.id == 2);
+	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), 0);
+	assert_string_equal(got.argv_json, "[]");
+	assert_string_equal(got.env_json, "[]");
+	assert_int_equal(got.exit_code, -1);
+	assert_job_equal(&job, &got);
+	cd_job_fini(&got);
+
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 2);
+	assert_string_equal(diag.msg, ""); /* success leaves diag alone */
+	cd_store_close(store);
+	cd_store_close(NULL);
+}
+
+/* A field filled to the brim without its NUL is stored cut, not overrun. */
+static void test_unterminated_fields(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job job;
+	struct cd_job got;
+
+	(void)state;
+	cd_job_init(&job);
+	memset(job.name, 'n', sizeof(job.name));
+	memset(job.user, 'u', sizeof(job.user));
+	memset(job.key, 'k', sizeof(job.key));
+	job.n_assigned = 1;
+	memset(job.gpus[0], 'g', sizeof(job.gpus[0]));
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_int_equal(cd_store_job_get(store, job.id, &got, &diag), 0);
+	assert_int_equal(strlen(got.name), sizeof(got.name) - 1);
+	assert_int_equal(strlen(got.user), sizeof(got.user) - 1);
+	assert_int_equal(strlen(got.key), sizeof(got.key) - 1);
+	assert_int_equal(strlen(got.gpus[0]), sizeof(got.gpus[0]) - 1);
+	cd_job_fini(&got);
+	cd_store_close(store);
+}
+
+static void test_update(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job job;
+	struct cd_job got;
+
+	(void)state;
+	full_job(&job);
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	add_job(store, CD_JOB_QUEUED, 1);
+
+	job.state = CD_JOB_FAILED;
+	job.exit_code = 1;
+	job.term_signal = 0;
+	job.n_assigned = 2;
+	snprintf(job.gpus[1], sizeof(job.gpus[1]), "MIG-abc");
+	job.end_ms = 1700000009999;
+	job.peak_bytes = 42;
+	job.exclusive = false;
+	snprintf(job.reason, sizeof(job.reason), "exit status 1");
+	free(job.env_json);
+	job.env_json = NULL;
+	assert_int_equal(cd_store_job_update(store, &job, &diag), 0);
+	assert_int_equal(cd_store_job_get(store, job.id, &got, &diag), 0);
+	assert_job_equal(&job, &got);
+	assert_string_equal(got.env_json, "[]");
+	cd_job_fini(&got);
+
+	/* The other job is untouched. */
+	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), 0);
+	assert_string_equal(got.name, "job-0-1");
+	cd_job_fini(&got);
+
+	job.id = 3;
+	assert_int_equal(cd_store_job_update(store, &job, &diag), COLLOC_ENOTFOUND);
+	assert_non_null(strstr(diag.msg, "job 3"));
+	cd_job_fini(&job);
+	cd_store_close(store);
+}
+
+static void test_get_missing(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job got;
+
+	(void)state;
+	memset(&got, 0x5a, sizeof(got));
+	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), COLLOC_ENOTFOUND);
+	assert_non_null(strstr(diag.msg, "not found"));
+	assert_null(got.argv_json);
+	assert_int_equal(got.exit_code, -1);
+	cd_job_fini(&got);
+	add_job(store, CD_JOB_QUEUED, 0);
+	assert_int_equal(cd_store_job_get(store, 0, &got, &diag), COLLOC_ENOTFOUND);
+	assert_int_equal(cd_store_job_get(store, UINT64_MAX, &got, &diag),
+			 COLLOC_ENOTFOUND);
+	cd_store_close(store);
+}
+
+static void test_invalid_job(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job job;
+	uint64_t last = 0;
+
+	(void)state;
+	cd_job_init(&job);
+	job.state = CD_JOB_STATE_COUNT_;
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), COLLOC_EUSAGE);
+	job.state = CD_JOB_QUEUED;
+	job.n_assigned = COLLOC_SCHED_MAX_GPUS + 1;
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), COLLOC_EUSAGE);
+	job.n_assigned = -1;
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), COLLOC_EUSAGE);
+	job.n_assigned = 1;
+	snprintf(job.gpus[0], sizeof(job.gpus[0]), "GPU-a,GPU-b");
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "comma"));
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 0);
+	cd_store_close(store);
+}
+
+static void test_list(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job *jobs = NULL;
+	size_t n = 99;
+	const unsigned all = (1u << CD_JOB_STATE_COUNT_) - 1;
+	const unsigned live = (1u << CD_JOB_QUEUED) | (1u << CD_JOB_RUNNING);
+
+	(void)state;
+	assert_int_equal(cd_store_job_list(store, all, -1, 0, &jobs, &n, &diag), 0);
+	assert_null(jobs);
+	assert_int_equal(n, 0);
+
+	add_job(store, CD_JOB_QUEUED, 1000); /* 1 */
+	add_job(store, CD_JOB_RUNNING, 1001); /* 2 */
+	add_job(store, CD_JOB_DONE, 1000); /* 3 */
+	add_job(store, CD_JOB_FAILED, 1000); /* 4 */
+	add_job(store, CD_JOB_CANCELLED, 1001); /* 5 */
+	add_job(store, CD_JOB_QUEUED, 1001); /* 6 */
+	add_job(store, CD_JOB_QUEUED, 4000000000u); /* 7 */
+
+	assert_int_equal(cd_store_job_list(store, all, -1, 0, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 7);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(jobs[i].id == i + 1);
+		assert_string_equal(jobs[i].argv_json, "[]");
+		cd_job_fini(&jobs[i]);
+	}
+	free(jobs);
+
+	assert_int_equal(cd_store_job_list(store, live, -1, 0, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 4);
+	assert_true(jobs[0].id == 1 && jobs[1].id == 2 && jobs[2].id == 6 &&
+		    jobs[3].id == 7);
+	for (size_t i = 0; i < n; i++)
+		cd_job_fini(&jobs[i]);
+	free(jobs);
+
+	assert_int_equal(cd_store_job_list(store, all, 1000, 0, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 3);
+	assert_true(jobs[0].id == 1 && jobs[1].id == 3 && jobs[2].id == 4);
+	for (size_t i = 0; i < n; i++)
+		cd_job_fini(&jobs[i]);
+	free(jobs);
+
+	/* A uid above INT32_MAX is still matched exactly. */
+	assert_int_equal(cd_store_job_list(store, all, 4000000000LL, 0, &jobs, &n, &diag),
+			 0);
+	assert_int_equal(n, 1);
+	assert_true(jobs[0].id == 7 && jobs[0].uid == 4000000000u);
+	cd_job_fini(&jobs[0]);
+	free(jobs);
+
+	assert_int_equal(
+		cd_store_job_list(store, 1u << CD_JOB_QUEUED, 1001, 0, &jobs, &n, &diag),
+		0);
+	assert_int_equal(n, 1);
+	assert_true(jobs[0].id == 6);
+	cd_job_fini(&jobs[0]);
+	free(jobs);
+
+	assert_int_equal(cd_store_job_list(store, all, -1, 2, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 2);
+	assert_true(jobs[0].id == 1 && jobs[1].id == 2);
+	for (size_t i = 0; i < n; i++)
+		cd_job_fini(&jobs[i]);
+	free(jobs);
+
+	assert_int_equal(cd_store_job_list(store, live, 1000, 5, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 1);
+	assert_true(jobs[0].id == 1);
+	cd_job_fini(&jobs[0]);
+	free(jobs);
+
+	assert_int_equal(cd_store_job_list(store, 0, -1, 0, &jobs, &n, &diag), 0);
+	assert_null(jobs);
+	assert_int_equal(n, 0);
+	assert_int_equal(cd_store_job_list(store, all, 5, 0, &jobs, &n, &diag), 0);
+	assert_null(jobs);
+	assert_int_equal(n, 0);
+	cd_store_close(store);
+}
+
+/* More jobs than the list's first allocation. */
+static void test_list_many(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(cd_store_begin(store, &diag), 0);
+	for (int i = 0; i < 100; i++)
+		add_job(store, i % 2 ? CD_JOB_DONE : CD_JOB_QUEUED, 7);
+	assert_int_equal(cd_store_commit(store, &diag), 0);
+	assert_int_equal(
+		cd_store_job_list(store, 1u << CD_JOB_DONE, 7, 0, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 50);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(jobs[i].id == 2 * i + 2);
+		cd_job_fini(&jobs[i]);
+	}
+	free(jobs);
+	cd_store_close(store);
+}
+
+static void test_ids_never_reused(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	struct cd_job got;
+	uint64_t last = 0;
+
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 1);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 3);
+	assert_int_equal(cd_store_event_add(store, 3, 1, "submit", "", &diag), 0);
+	cd_store_close(store);
+
+	/* The newest job and its events go; its id must not come back. */
+	raw_exec(f->db, "PRAGMA foreign_keys = ON; DELETE FROM jobs WHERE id >= 2");
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 3);
+	assert_int_equal(cd_store_job_get(store, 3, &got, &diag), COLLOC_ENOTFOUND);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 4);
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 4);
+	cd_store_close(store);
+
+	raw_exec(f->db, "DELETE FROM jobs");
+	store = open_ok(f->db);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 5);
+	cd_store_close(store);
+}
+
+/* --- store: events ---------------------------------------------------------- */
+
+static void test_events(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_event *ev = NULL;
+	char long_msg[CD_REASON_MAX * 2];
+	size_t n = 99;
+	size_t i;
+	uint64_t a = add_job(store, CD_JOB_QUEUED, 1);
+	uint64_t b = add_job(store, CD_JOB_QUEUED, 1);
+
+	(void)state;
+	assert_int_equal(cd_store_event_list(store, a, &ev, &n, &diag), 0);
+	assert_null(ev);
+	assert_int_equal(n, 0);
+
+	/* Timestamps out of order on purpose: the order is that of adding. */
+	assert_int_equal(cd_store_event_add(store, a, 300, "submit", "queued", &diag), 0);
+	assert_int_equal(cd_store_event_add(store, b, 301, "submit", "other", &diag), 0);
+	assert_int_equal(cd_store_event_add(store, a, 200, "start", "on GPU-1", &diag),
+			 0);
+	/* A long message is cut to fit on a UTF-8 boundary: "é" is 2 bytes,
+	 * so byte CD_REASON_MAX - 1 would be the first half of one. */
+	for (i = 0; i + 2 < sizeof(long_msg); i += 2)
+		memcpy(long_msg + i, "\xc3\xa9", 2);
+	long_msg[i] = '\0';
+	assert_int_equal(cd_store_event_add(store, a, 250,
+					    "an-event-kind-longer-than-31-bytes",
+					    long_msg, &diag),
+			 0);
+	assert_int_equal(cd_store_event_add(store, a, 260, "exit", NULL, &diag), 0);
+
+	assert_int_equal(cd_store_event_list(store, a, &ev, &n, &diag), 0);
+	assert_int_equal(n, 4);
+	assert_true(ev[0].ts_ms == 300);
+	assert_string_equal(ev[0].kind, "submit");
+	assert_string_equal(ev[0].message, "queued");
+	assert_true(ev[1].ts_ms == 200);
+	assert_string_equal(ev[1].kind, "start");
+	assert_string_equal(ev[1].message, "on GPU-1");
+	assert_true(ev[2].ts_ms == 250);
+	assert_string_equal(ev[2].kind, "an-event-kind-longer-than-31-by");
+	assert_int_equal(strlen(ev[2].message), CD_REASON_MAX - 2);
+	assert_memory_equal(ev[2].message, long_msg, CD_REASON_MAX - 2);
+	assert_string_equal(ev[3].kind, "exit");
+	assert_string_equal(ev[3].message, "");
+	free(ev);
+
+	assert_int_equal(cd_store_event_list(store, b, &ev, &n, &diag), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ev[0].message, "other");
+	free(ev);
+
+	assert_int_equal(cd_store_event_add(store, 99, 1, "submit", "x", &diag),
+			 COLLOC_ENOTFOUND);
+	assert_non_null(strstr(diag.msg, "99"));
+	assert_int_equal(cd_store_event_add(store, a, 1, NULL, "x", &diag),
+			 COLLOC_EUSAGE);
+	cd_store_close(store);
+}
+
+/* --- store: peaks ----------------------------------------------------------- */
+
+static void test_peaks(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	const char *key = "0123456789abcdef";
+	uint64_t peak = 1;
+	double util = 1.0;
+
+	(void)state;
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag),
+			 COLLOC_ENOTFOUND);
+	assert_true(peak == 1 && util == 1.0); /* untouched */
+
+	assert_int_equal(cd_store_peak_record(store, key, 1, 1000, 0.5, 100, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 1000);
+	assert_true(util == 0.5);
+
+	/* The oldest run holds the largest peak; it falls out of the window
+	 * once five newer runs are recorded. Recorded out of time order. */
+	assert_int_equal(cd_store_peak_record(store, key, 2, 900, 0.25, 600, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 3, 700, 0.25, 300, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 4, 800, 0.25, 500, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 5, 600, 0.25, 200, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 1000);
+	assert_true(util == (0.5 + 0.25 * 4) / 5);
+	assert_int_equal(cd_store_peak_record(store, key, 6, 500, 0.75, 400, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 900); /* runs at 200..600; 100 dropped */
+	assert_true(util == (0.25 * 4 + 0.75) / 5);
+
+	/* Equal timestamps: the higher job id is the more recent, whatever
+	 * the order of recording. */
+	assert_int_equal(cd_store_peak_record(store, key, 8, 100, 0.0, 600, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 7, 100, 0.0, 600, &diag), 0);
+	/* Now: 600 (8, 7, 2), 500 (4), 400 (6) */
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 900);
+	assert_true(util == (0.0 + 0.0 + 0.25 + 0.25 + 0.75) / 5);
+	assert_int_equal(cd_store_peak_record(store, key, 9, 100, 0.0, 600, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 1, 100, 0.0, 600, &diag), 0);
+	/* 600: 9, 8, 7, 2, 1 — job 1 (id lowest) is last in the window. */
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 900);
+	assert_true(util == 0.25 / 5);
+
+	/* Six runs at one instant: the lowest job id is the oldest and falls
+	 * out, though it was recorded last. */
+	for (uint64_t id = 12; id <= 16; id++)
+		assert_int_equal(
+			cd_store_peak_record(store, "tie", id, 1, 0.5, 50, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, "tie", 11, 999, 0.0, 50, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, "tie", &peak, &util, &diag), 0);
+	assert_true(peak == 1 && util == 0.5);
+
+	/* Peaks above INT64_MAX survive and win the maximum. */
+	assert_int_equal(
+		cd_store_peak_record(store, key, 10, UINT64_MAX - 3, 1.0, 700, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == UINT64_MAX - 3);
+
+	/* Keys are separate. */
+	assert_int_equal(
+		cd_store_peak_lookup(store, "fedcba9876543210", &peak, &util, &diag),
+		COLLOC_ENOTFOUND);
+	assert_int_equal(
+		cd_store_peak_record(store, "fedcba9876543210", 1, 5, 0.125, 1, &diag),
+		0);
+	assert_int_equal(
+		cd_store_peak_lookup(store, "fedcba9876543210", &peak, &util, &diag), 0);
+	assert_true(peak == 5 && util == 0.125);
+
+	assert_int_equal(
+		cd_store_peak_record(store, "0123456789abcdef0", 1, 5, 0.1, 1, &diag),
+		COLLOC_EUSAGE);
+	assert_int_equal(cd_store_peak_record(store, NULL, 1, 5, 0.1, 1, &diag),
+			 COLLOC_EUSAGE);
+	cd_store_close(store);
+}
+
+/* --- store: files ----------------------------------------------------------- */
+
+static void test_persistence(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	struct cd_event *ev = NULL;
+	struct cd_job job;
+	struct cd_job got;
+	struct stat st;
+	uint64_t peak = 0;
+	double util = 0.0;
+	size_t n = 0;
+
+	full_job(&job);
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_int_equal(cd_store_event_add(store, job.id, 5, "submit", "hello", &diag),
+			 0);
+	assert_int_equal(cd_store_peak_record(store, job.key, job.id, job.peak_bytes, 0.5,
+					      9, &diag),
+			 0);
+	cd_store_close(store);
+
+	/* Jobs' environments may hold secrets. */
+	assert_int_equal(stat(f->db, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, job.id, &got, &diag), 0);
+	assert_job_equal(&job, &got);
+	cd_job_fini(&got);
+	assert_int_equal(cd_store_event_list(store, job.id, &ev, &n, &diag), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ev[0].message, "hello");
+	free(ev);
+	assert_int_equal(cd_store_peak_lookup(store, job.key, &peak, &util, &diag), 0);
+	assert_true(peak == job.peak_bytes && util == 0.5);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
+
+	/* A second handle on the same file sees committed rows. */
+	{
+		struct cd_store *second = open_ok(f->db);
+
+		assert_int_equal(cd_store_job_get(second, 2, &got, &diag), 0);
+		cd_job_fini(&got);
+		cd_store_close(second);
+	}
+	cd_store_close(store);
+	cd_job_fini(&job);
+}
+
+static void test_file_settings(void **state)
+{
+	struct fixture *f = *state;
+	struct cd_store *store = open_ok(f->db);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+
+	cd_store_close(store);
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(
+				 db,
+				 "SELECT (SELECT journal_mode FROM pragma_journal_mode),"
+				 " (SELECT user_version FROM pragma_user_version)",
+				 -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+	assert_int_equal(sqlite3_column_int(st, 1), 1);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void test_newer_version_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+
+	add_job(store, CD_JOB_QUEUED, 1);
+	cd_store_close(store);
+	raw_exec(f->db, "PRAGMA user_version = 2");
+	store = (struct cd_store *)1;
+	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EUNSUPPORTED);
+	assert_null(store);
+	assert_non_null(strstr(diag.msg, f->db));
+	assert_non_null(strstr(diag.msg, "version 2"));
+	/* Refusing left the file alone: back to version 1, it opens. */
+	raw_exec(f->db, "PRAGMA user_version = 1");
+	store = open_ok(f->db);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
+	cd_store_close(store);
+}
+
+static void test_text_file_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = NULL;
+	const char *text = "this is a config file, not a database\n"
+			   "it is long enough to have a header's worth of bytes "
+			   "and then some more, to be sure SQLite reads it\n";
+	char *back;
+
+	write_file(f->db, text);
+	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EFORMAT);
+	assert_null(store);
+	assert_non_null(strstr(diag.msg, f->db));
+	back = test_slurp(f->db, 4096);
+	assert_non_null(back);
+	assert_string_equal(back, text);
+	free(back);
+
+	/* Short text too. */
+	write_file(f->db, "hi\n");
+	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EFORMAT);
+	assert_null(store);
+}
+
+static void test_foreign_database_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = NULL;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+
+	raw_exec(f->db, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep')");
+	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EFORMAT);
+	assert_null(store);
+	assert_non_null(strstr(diag.msg, f->db));
+
+	/* Untouched: still in rollback-journal mode, row still there. */
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(
+				 db,
+				 "SELECT (SELECT journal_mode FROM pragma_journal_mode),"
+				 " (SELECT t FROM notes)",
+				 -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "delete");
+	assert_string_equal((const char *)sqlite3_column_text(st, 1), "keep");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+
+	/* Version 1 without colloc's application id is someone else's too. */
+	raw_exec(f->db, "PRAGMA user_version = 1");
+	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EFORMAT);
+	assert_null(store);
+}
+
+static void test_open_errors(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = NULL;
+	char path[256];
+
+	assert_int_equal(cd_store_open(NULL, &store, &diag), COLLOC_EUSAGE);
+	assert_int_equal(cd_store_open("", &store, &diag), COLLOC_EUSAGE);
+	snprintf(path, sizeof(path), "%s/no/such/dir/colloc.db", f->dir);
+	assert_true(cd_store_open(path, &store, &diag) < 0);
+	assert_null(store);
+	assert_non_null(strstr(diag.msg, path));
+	/* A directory is not a database either. */
+	assert_true(cd_store_open(f->dir, &store, &diag) < 0);
+	assert_null(store);
+}
+
+static void test_damaged_row(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	struct cd_job job;
+	struct cd_job *jobs = NULL;
+	size_t n = 0;
+
+	full_job(&job);
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	cd_job_fini(&job);
+	cd_store_close(store);
+
+	raw_exec(f->db, "UPDATE jobs SET gpus = 'GPU-a,GPU-b', n_assigned = 3");
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, 1, &job, &diag), COLLOC_EFORMAT);
+	assert_null(job.argv_json);
+	assert_int_equal(cd_store_job_list(store, ~0u, -1, 0, &jobs, &n, &diag),
+			 COLLOC_EFORMAT);
+	assert_null(jobs);
+	assert_int_equal(n, 0);
+	cd_store_close(store);
+
+	raw_exec(f->db, "UPDATE jobs SET n_assigned = 1000");
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, 1, &job, &diag), COLLOC_EFORMAT);
+	cd_store_close(store);
+
+	raw_exec(f->db, "UPDATE jobs SET n_assigned = 0, gpus = '', state = 9");
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, 1, &job, &diag), COLLOC_EFORMAT);
+	cd_store_close(store);
+
+	/* Over-long strings in the file are cut to the fields, at a UTF-8
+	 * character boundary, and always terminated. */
+	raw_exec(f->db, "UPDATE jobs SET state = 0, name = replace(hex(zeroblob(200)),"
+			" '00', 'é'), user = replace(hex(zeroblob(100)), '00', 'u')");
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, 1, &job, &diag), 0);
+	assert_int_equal(strlen(job.name), CD_NAME_MAX - 2); /* 63 × 'é' */
+	assert_int_equal(strlen(job.user), CD_USER_MAX - 1);
+	cd_job_fini(&job);
+	cd_store_close(store);
+}
+
+/* --- store: transactions ---------------------------------------------------- */
+
+static void test_transactions(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	struct cd_job *jobs = NULL;
+	struct cd_event *ev = NULL;
+	struct cd_job got;
+	uint64_t last = 9;
+	uint64_t peak = 0;
+	double util = 0.0;
+	size_t n = 9;
+
+	assert_int_equal(cd_store_commit(store, &diag), COLLOC_EUSAGE);
+	cd_store_rollback(store); /* nothing open: a no-op */
+	cd_store_rollback(NULL);
+
+	assert_int_equal(cd_store_begin(store, &diag), 0);
+	assert_int_equal(cd_store_begin(store, &diag), COLLOC_EUSAGE);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 1);
+	assert_true(add_job(store, CD_JOB_RUNNING, 1) == 2);
+	assert_int_equal(cd_store_event_add(store, 1, 1, "submit", "", &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, "k", 1, 5, 0.5, 1, &diag), 0);
+	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), 0); /* seen inside */
+	cd_job_fini(&got);
+	cd_store_rollback(store);
+
+	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), COLLOC_ENOTFOUND);
+	assert_int_equal(cd_store_job_list(store, ~0u, -1, 0, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(cd_store_event_list(store, 1, &ev, &n, &diag), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(cd_store_peak_lookup(store, "k", &peak, &util, &diag),
+			 COLLOC_ENOTFOUND);
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 0);
+
+	/* Committed groups survive a reopen. */
+	assert_int_equal(cd_store_begin(store, &diag), 0);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 1);
+	assert_int_equal(cd_store_event_add(store, 1, 1, "submit", "", &diag), 0);
+	assert_int_equal(cd_store_commit(store, &diag), 0);
+	assert_int_equal(cd_store_commit(store, &diag), COLLOC_EUSAGE);
+
+	/* A transaction left open at close is rolled back. */
+	assert_int_equal(cd_store_begin(store, &diag), 0);
+	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
+	cd_store_close(store);
+
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), 0);
+	cd_job_fini(&got);
+	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), COLLOC_ENOTFOUND);
+	assert_int_equal(cd_store_event_list(store, 1, &ev, &n, &diag), 0);
+	assert_int_equal(n, 1);
+	free(ev);
+	cd_store_close(store);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_names),
+		cmocka_unit_test(test_job_init_fini),
+		cmocka_unit_test(test_history_key),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_unterminated_fields),
+		cmocka_unit_test(test_update),
+		cmocka_unit_test(test_get_missing),
+		cmocka_unit_test(test_invalid_job),
+		cmocka_unit_test(test_list),
+		cmocka_unit_test(test_list_many),
+		cmocka_unit_test_setup_teardown(test_ids_never_reused, setup, teardown),
+		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_peaks),
+		cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_settings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_text_file_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_database_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_row, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
