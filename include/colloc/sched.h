@@ -19,6 +19,8 @@
  *  - `estimate-aware` also requires the GPU's predicted activity (the sum
  *    of its jobs' predictions) plus the job's to stay <= util_bound;
  *  - a multi-GPU job gets all its GPUs on one node;
+ *  - isolated GPUs (MIG instances) take one single-GPU job each, and are
+ *    preferred, smallest memory first, whatever the policy;
  *  - backfill: a job that cannot start does not block later ones, unless it
  *    has waited starve_ms or more: then nothing behind it starts until it
  *    does, so large jobs are not starved.
@@ -58,6 +60,10 @@ struct colloc_sched_gpu {
 	uint64_t mem_used_bytes; /* measured now, all processes */
 	double util; /* measured activity, 0..1 */
 	bool usable; /* false: lost, draining */
+	/* A MIG GPU instance (or anything else that isolates its one job):
+	 * takes one single-GPU job at a time, and a job goes to the smallest
+	 * isolated GPU whose memory fits before any shared one. */
+	bool isolated;
 };
 
 struct colloc_sched_running {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,8 +163,10 @@ static int get_int(const cJSON *obj, const char *key, double lo, double hi, doub
 
 	if (!v)
 		return 0;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-	    v->valuedouble < lo || v->valuedouble > hi)
+	/* Range first: casting a double outside int64_t's range is undefined
+	 * (the fuzzer found 6.7e59). */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+	    v->valuedouble != floor(v->valuedouble))
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
 				       "field '%s': expected an integer %.0f..%.0f", key,
 				       lo, hi);

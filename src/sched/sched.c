@@ -63,6 +63,7 @@ struct wgpu {
 	double pred; /* sum of its jobs' predicted activity */
 	int jobs; /* running + placed this pass */
 	bool closed; /* unusable or held by an exclusive job */
+	bool isolated; /* a MIG instance: one job, best fit (sched.h) */
 };
 
 /* GPUs per leaf of the search tree: a leaf is scanned GPU by GPU. */
@@ -202,6 +203,9 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 
 	if (w->closed)
 		return false;
+	/* CUDA shows a process one MIG instance at most. */
+	if (w->isolated && (w->jobs > 0 || j->n_gpus > 1))
+		return false;
 	if ((j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE) && w->jobs > 0)
 		return false;
 	if (!sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes, free_of(p, g)))
@@ -229,6 +233,10 @@ static double score(const struct pass *p, const struct colloc_sched_job *j, int 
 {
 	int n = p->st->n_gpus;
 
+	/* The smallest instance that fits, before any shared GPU: instances
+	 * exist to take the small jobs (below every other policy's score). */
+	if (p->w[g].isolated)
+		return (double)p->w[g].total - 1e19;
 	switch (p->cfg->policy) {
 	case COLLOC_POLICY_ROUND_ROBIN:
 		return (double)((g - p->cursor % n + n) % n);
@@ -921,7 +929,9 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 		p.w[g].committed = st->gpus[g].mem_used_bytes;
 		p.w[g].util = st->gpus[g].util;
 		p.w[g].closed = !st->gpus[g].usable;
-		if (!sane(st->gpus[g].util))
+		p.w[g].isolated = st->gpus[g].isolated;
+		/* The search tree's bounds know nothing of instances. */
+		if (!sane(st->gpus[g].util) || st->gpus[g].isolated)
 			p.plain = true;
 	}
 	for (size_t k = 0; k < st->n_running; k++) {

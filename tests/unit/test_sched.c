@@ -137,6 +137,8 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			g->util = strtod(v, NULL);
 		else if (g && strcmp(kv, "usable") == 0)
 			g->usable = strcmp(v, "0") != 0;
+		else if (g && strcmp(kv, "isolated") == 0)
+			g->isolated = strcmp(v, "0") != 0;
 		else if ((r || j) && strcmp(kv, "id") == 0)
 			*(r ? &r->job_id : &j->id) = strtoull(v, NULL, 10);
 		else if (r && strcmp(kv, "gpus") == 0)
@@ -233,7 +235,7 @@ static void run_scenario(void **state)
 static void test_invalid_input(void **state)
 {
 	struct colloc_sched_config cfg;
-	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true};
+	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true, false};
 	struct colloc_sched_running r = {1, 1, {3}, 1, 0, false, 0, false};
 	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false};
 	struct colloc_sched_state st = {&gpu, 1, NULL, 0, 0, 0};
