@@ -20,6 +20,7 @@ done
 packages="build-essential cmake pkg-config
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev
 	libcjson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev curl
+	libncurses-dev tmux prometheus
 	clang libclang-rt-14-dev clang-format clang-tidy cppcheck"
 if [ "$tools" = 1 ]; then
 	packages="$packages python3 python3-torch python3-torchvision python3-onnx python3-numpy hyperfine gnuplot-nox"

@@ -56,5 +56,6 @@ int cmd_cancel(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_top(int argc, char **argv); /* cmd_top.c: live ncurses view */
 
 #endif

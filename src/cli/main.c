@@ -34,6 +34,7 @@ static const char usage[] =
 	"  logs JOB [-f]    a job's output; -f follows it until the job ends\n"
 	"  wait JOB...      wait for jobs to end; exits with the job's status\n"
 	"  stats            what collocd did: makespan, utilization, sharing, OOMs\n"
+	"  top              live screen of the GPUs, their jobs and the queue\n"
 	"\n"
 	"MODEL is an .onnx file or the name of a bundled zoo model\n"
 	"(`colloc inspect --list` lists them). Run `colloc COMMAND --help` for a\n"
@@ -64,7 +65,7 @@ static const struct command commands[] = {
 	{"submit", cmd_submit, true},	 {"queue", cmd_queue, true},
 	{"show", cmd_show, true},	 {"cancel", cmd_cancel, true},
 	{"logs", cmd_logs, true},	 {"wait", cmd_wait, true},
-	{"stats", cmd_stats, true},
+	{"stats", cmd_stats, true},	 {"top", cmd_top, true},
 };
 
 /*

@@ -9,13 +9,16 @@
  */
 #include "daemon/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -38,6 +41,7 @@ enum kind {
 	KIND_FRACTION, /* double, 0..max, "50%" allowed */
 	KIND_FACTOR, /* double, 1..FACTOR_MAX */
 	KIND_COUNT, /* int, 1..COUNT_MAX */
+	KIND_LISTEN, /* char[]; "" or HOST:PORT (cd_config_listen_parse) */
 };
 
 #define KEY_EMPTY_OK 1u /* a string may be "" */
@@ -82,6 +86,9 @@ static const struct key keys[] = {
 	KEY("oom_max_attempts", KIND_COUNT, oom.max_attempts, 0, 0),
 	KEY("kill_grace", KIND_DURATION, kill_grace_ms, 0, 0),
 	KEY("reserve", KIND_DURATION, reserve_ms, 0, 0),
+	KEY("mps_control", KIND_STRING, mps_control, 0, 0),
+	KEY("mps_thread_share", KIND_FRACTION, mps_thread_share, 0, 1.0),
+	KEY("metrics", KIND_LISTEN, metrics, KEY_EMPTY_OK, 0),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -153,6 +160,8 @@ void cd_config_defaults(struct cd_config *cfg)
 	cd_oom_policy_init(&cfg->oom);
 	cfg->kill_grace_ms = (int64_t)10 * 1000;
 	cfg->reserve_ms = (int64_t)60 * 1000;
+	snprintf(cfg->mps_control, sizeof(cfg->mps_control), "nvidia-cuda-mps-control");
+	cfg->mps_thread_share = 0;
 }
 
 /* ------------------------------------------------------------------ values */
@@ -267,6 +276,72 @@ static void list_policies(char *buf, size_t len)
 			break;
 		used += (size_t)n;
 	}
+}
+
+int cd_config_listen_parse(const char *value, struct cd_listen *out,
+			   struct colloc_diag *diag)
+{
+	static const char form[] =
+		"is not HOST:PORT (127.0.0.1:9400, [::1]:9400, localhost:9400)";
+	struct cd_listen l;
+	const char *colon, *host, *host_end;
+	uint64_t port;
+	size_t n;
+
+	memset(&l, 0, sizeof(l));
+	if (!value)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "no address");
+	/* The port follows the last ':'; an IPv6 address has colons of its
+	 * own, hence the brackets that keep "[::1]:9400" unambiguous. */
+	colon = strrchr(value, ':');
+	if (!colon || !all_digits(colon + 1, strlen(colon + 1)) ||
+	    strlen(colon + 1) > 5 || colloc_parse_u64(colon + 1, 65535, &port) != 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "'%s' %s", value, form);
+	host = value;
+	host_end = colon;
+	if (host[0] == '[') {
+		if (host_end - host < 2 || host_end[-1] != ']')
+			return colloc_diag_set(diag, COLLOC_EUSAGE, "'%s' %s", value,
+					       form);
+		host++;
+		host_end--;
+		l.family = AF_INET6;
+	} else {
+		l.family = AF_INET;
+	}
+	n = (size_t)(host_end - host);
+	if (n == 0 || n >= sizeof(l.host))
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "'%s' %s", value, form);
+	memcpy(l.host, host, n);
+	l.host[n] = '\0';
+	if (l.family == AF_INET && strcmp(l.host, "localhost") == 0)
+		snprintf(l.host, sizeof(l.host), "127.0.0.1");
+	if (l.family == AF_INET6) {
+		struct in6_addr a6;
+
+		if (inet_pton(AF_INET6, l.host, &a6) != 1)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "'%s': '%s' is not an IPv6 address", value,
+					       l.host);
+		l.loopback = IN6_IS_ADDR_LOOPBACK(&a6);
+	} else {
+		struct in_addr a4;
+
+		if (strchr(l.host, ':'))
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "'%s': write an IPv6 address in brackets "
+					       "([::1]:9400)",
+					       value);
+		if (inet_pton(AF_INET, l.host, &a4) != 1)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "'%s': '%s' is not a numeric IPv4 address "
+					       "or localhost",
+					       value, l.host);
+		l.loopback = (ntohl(a4.s_addr) >> 24) == 127;
+	}
+	l.port = (uint16_t)port;
+	*out = l;
+	return 0;
 }
 
 /*
@@ -390,6 +465,22 @@ static int set_value(struct cd_config *cfg, const struct key *k, const char *v, 
 			return COLLOC_EUSAGE;
 		}
 		memcpy(field, &d, sizeof(d));
+		return 0;
+	}
+	case KIND_LISTEN: {
+		struct colloc_diag d = {{0}};
+		struct cd_listen l;
+
+		if (n >= k->size) {
+			snprintf(why, WHY_MAX, "value is %zu bytes, the limit is %zu", n,
+				 k->size - 1);
+			return COLLOC_ELIMIT;
+		}
+		if (n > 0 && cd_config_listen_parse(v, &l, &d) != 0) {
+			snprintf(why, WHY_MAX, "%s", d.msg);
+			return COLLOC_EUSAGE;
+		}
+		memcpy(field, v, n + 1);
 		return 0;
 	}
 	case KIND_COUNT: {
@@ -733,7 +824,8 @@ static int format_line(const struct cd_config *cfg, const struct key *k, char *l
 	char val[CONFIG_LINE_MAX + 2];
 
 	switch (k->kind) {
-	case KIND_STRING: {
+	case KIND_STRING:
+	case KIND_LISTEN: {
 		int rc;
 
 		if (strnlen(field, k->size) == k->size)

@@ -25,6 +25,9 @@
 #include "daemon/job.h"
 #include "daemon/oom.h"
 
+/* The longest `metrics` value: "[" IPv6 "]:" port, with room to spare. */
+#define CD_LISTEN_MAX 64
+
 enum cd_sharing {
 	CD_SHARING_TIME_SLICING = 0, /* plain CUDA time-slicing */
 	CD_SHARING_MPS, /* documented; needs the NVML backend (later) */
@@ -48,6 +51,19 @@ struct cd_config {
 	int64_t kill_grace_ms; /* cancel: SIGTERM, then SIGKILL after */
 	int64_t reserve_ms; /* a started job is assumed to reach its peak
 			     * within this, or sooner if measured */
+	char mps_control[CD_PATH_MAX]; /* sharing = mps: the control program */
+	double mps_thread_share; /* sharing = mps: each job's share of SMs,
+				  * 0..1; 0 = its predicted activity */
+	char metrics[CD_LISTEN_MAX]; /* Prometheus endpoint "HOST:PORT";
+				      * "" = none (cd_config_listen_parse) */
+};
+
+/* A TCP address to listen on, as cd_config_listen_parse() read it. */
+struct cd_listen {
+	int family; /* AF_INET or AF_INET6 */
+	char host[48]; /* numeric: "127.0.0.1", "::1" (no brackets) */
+	uint16_t port; /* 0: the kernel picks one */
+	bool loopback; /* 127.0.0.0/8 or ::1 */
 };
 
 /*
@@ -56,7 +72,8 @@ struct cd_config {
  * (else ~/.local/state/collocd; /var/lib/collocd when root), policy
  * estimate-aware, headroom 512 MiB, util_bound 1.0, backfill on, starve
  * 30 min, time-slicing, sample 1 s, admin_group "", default_mem 8 GiB,
- * default_util 0.5, OOM policy per oom.h, kill_grace 10 s, reserve 60 s.
+ * default_util 0.5, OOM policy per oom.h, kill_grace 10 s, reserve 60 s,
+ * metrics "" (no TCP port opened).
  */
 void cd_config_defaults(struct cd_config *cfg);
 
@@ -81,6 +98,16 @@ int cd_config_load(struct cd_config *cfg, const char *path, struct colloc_diag *
  */
 int cd_config_set(struct cd_config *cfg, const char *key, const char *value,
 		  struct colloc_diag *diag);
+
+/*
+ * Read a `metrics` value: "HOST:PORT" where HOST is a numeric IPv4 address
+ * (127.0.0.1, 0.0.0.0), a bracketed numeric IPv6 address ([::1], [::]) or
+ * "localhost" (taken as 127.0.0.1, never looked up), and PORT a decimal
+ * 0..65535 (0: any free port). Fills *out. Returns 0, or COLLOC_EUSAGE with
+ * the reason in diag. "" is not an address: callers treat it as "off".
+ */
+int cd_config_listen_parse(const char *value, struct cd_listen *out,
+			   struct colloc_diag *diag);
 
 /* Write cfg as a config file (every key, with its current value) to f;
  * `collocd --print-config`. What cd_config_parse() accepted always writes

@@ -21,6 +21,7 @@
 #include "colloc/sched.h"
 #include "colloc/units.h"
 #include "daemon/launcher.h"
+#include "daemon/mps.h"
 #include "daemon/oom.h"
 
 #define MAX_PROCS 256 /* processes read per GPU per sample */
@@ -53,12 +54,15 @@ struct cd_daemon {
 	size_t n_runs, cap_runs;
 	char logs_dir[CD_PATH_MAX];
 	char status_dir[CD_PATH_MAX];
+	char mps_dir[CD_PATH_MAX]; /* sharing = mps: STATE/mps */
+	bool mps_started;
 	int64_t created_ms; /* monotonic */
 	int64_t last_sample_ms; /* monotonic; INT64_MIN: never */
 	int rr_cursor;
 	bool dirty;
 	int64_t prev_sample_ms; /* monotonic, of the sample before */
 	double busy_ms, util_ms, mem_ms; /* time-weighted sums while busy */
+	struct cd_sched_counters sched; /* for /metrics */
 	uid_t euid;
 };
 
@@ -267,6 +271,39 @@ struct cd_store *cd_daemon_store(struct cd_daemon *d)
 double cd_daemon_uptime_s(const struct cd_daemon *d)
 {
 	return (double)(mono_ms() - d->created_ms) / 1000.0;
+}
+
+bool cd_daemon_gpu_up(const struct cd_daemon *d, unsigned index)
+{
+	return index < d->n_gpus && d->gpu_ok[index];
+}
+
+int cd_daemon_job_usage(const struct cd_daemon *d, uint64_t id, int *gpus,
+			uint64_t *used_bytes, int cap)
+{
+	for (size_t k = 0; k < d->n_runs; k++) {
+		const struct run_stat *r = &d->runs[k];
+
+		if (r->id != id)
+			continue;
+		for (int i = 0; i < r->n_gpus && i < cap; i++) {
+			gpus[i] = r->gpus[i];
+			used_bytes[i] = r->used_bytes[i];
+		}
+		return r->n_gpus;
+	}
+	return COLLOC_ENOTFOUND;
+}
+
+void cd_daemon_sched_counters(const struct cd_daemon *d, struct cd_sched_counters *out)
+{
+	*out = d->sched;
+}
+
+void cd_daemon_log(const struct cd_daemon *d, const char *line)
+{
+	if (d->log)
+		d->log(line);
 }
 
 void cd_daemon_mark_dirty(struct cd_daemon *d)
@@ -516,12 +553,59 @@ static const char **string_vector(const char *json, cJSON **tree)
 	return v;
 }
 
+/* The MPS variables are collocd's to set: drop any the user submitted. */
+static bool is_mps_var(const char *e)
+{
+	static const char *const names[] = {
+		"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=",
+		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="};
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (strncmp(e, names[k], strlen(names[k])) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Replace *envp (a NULL-terminated vector, freed here) by one that makes the
+ * job an MPS client of GPU uuid's daemon with its own SM share and memory
+ * limit (mps.h); the strings live in mps[].
+ */
+static int mps_env(struct cd_daemon *d, const struct cd_job *job, const char *uuid,
+		   const char ***envp, char mps[][CD_MPS_ENV_LEN],
+		   struct colloc_diag *diag)
+{
+	int pct = (int)(d->cfg.mps_thread_share * 100.0 + 0.5);
+	const char **old = *envp, **nv;
+	size_t n_old = 0, n = 0, n_mps = 0;
+	int rc;
+
+	if ((rc = cd_mps_job_env(d->mps_dir, uuid, job->util_pred, pct,
+				 job->mem_need_bytes, d->cfg.sched.headroom_bytes, mps,
+				 &n_mps, diag)))
+		return rc;
+	while (old[n_old])
+		n_old++;
+	nv = calloc(n_old + n_mps + 1, sizeof(*nv));
+	if (!nv)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	for (size_t k = 0; k < n_old; k++)
+		if (!is_mps_var(old[k]))
+			nv[n++] = old[k];
+	for (size_t k = 0; k < n_mps; k++)
+		nv[n++] = mps[k];
+	free(old);
+	*envp = nv;
+	return 0;
+}
+
 static void launch(struct cd_daemon *d, struct cd_job *job,
 		   const struct colloc_sched_decision *dec)
 {
 	struct colloc_diag diag = {{0}};
 	char lpath[CD_PATH_MAX + 64], spath[CD_PATH_MAX + 64];
 	char visible[COLLOC_SCHED_MAX_GPUS * COLLOC_GPU_UUID_MAX];
+	char mps[CD_MPS_ENV_MAX][CD_MPS_ENV_LEN];
 	struct cd_launch_spec spec;
 	struct cd_launch_result res;
 	cJSON *targ = NULL, *tenv = NULL;
@@ -553,6 +637,11 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 		return;
 	argv = string_vector(job->argv_json, &targ);
 	envp = string_vector(job->env_json, &tenv);
+	if (envp && d->cfg.sharing == CD_SHARING_MPS && dec->n_gpus == 1 &&
+	    mps_env(d, job, d->info[dec->gpus[0]].uuid, &envp, mps, &diag) != 0) {
+		free(argv);
+		argv = NULL; /* fails the launch below with diag's reason */
+	}
 	(void)cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL);
 	memset(&spec, 0, sizeof(spec));
 	spec.job_id = job->id;
@@ -738,7 +827,12 @@ static void schedule(struct cd_daemon *d)
 	for (unsigned g = 0; g < d->n_gpus; g++) {
 		gs[g].node = 0;
 		gs[g].mem_total_bytes = d->info[g].mem_total_bytes;
-		gs[g].mem_used_bytes = d->info[g].mem_used_bytes;
+		/* Not used but total - free: NVML's v2 query keeps memory the
+		 * driver reserves out of both used and free. */
+		gs[g].mem_used_bytes =
+			d->info[g].mem_free_bytes <= d->info[g].mem_total_bytes
+				? d->info[g].mem_total_bytes - d->info[g].mem_free_bytes
+				: d->info[g].mem_total_bytes;
 		gs[g].util = d->info[g].util_pct >= 0 ? d->info[g].util_pct / 100.0 : 0;
 		gs[g].usable = d->gpu_ok[g];
 	}
@@ -821,8 +915,16 @@ int64_t cd_daemon_tick(struct cd_daemon *d, int64_t now_ms, bool force_sample)
 		d->dirty = true; /* usage changed: reservations may have lapsed */
 	}
 	if (d->dirty) {
+		struct timespec t0, t1;
+
 		d->dirty = false;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		schedule(d);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		d->sched.passes++;
+		d->sched.last_s = (double)(t1.tv_sec - t0.tv_sec) +
+				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		d->sched.total_s += d->sched.last_s;
 	}
 	next = d->last_sample_ms == INT64_MIN
 		       ? 0
@@ -1106,15 +1208,18 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 	    (rc = make_dir(d->status_dir, 0700, diag)))
 		goto fail;
 	if (strcmp(spec, "auto") == 0) {
-		/* No NVML backend is compiled in yet: auto means simulated
-		 * GPUs, said so in the log. */
-		spec = "sim:4x40GiB";
-		logf_(d,
-		      "--gpus auto: no NVIDIA backend in this build; using simulated "
-		      "GPUs (%s)",
-		      spec);
-	}
-	if ((rc = colloc_gpu_open(spec, &d->gpu, diag))) {
+		char note[512] = "";
+
+		/* NVIDIA's GPUs when this machine has them, simulated ones
+		 * otherwise, and the log says which and why. */
+		rc = colloc_gpu_open_auto("sim:4x40GiB", &d->gpu, note, sizeof(note),
+					  diag);
+		if (rc) {
+			(void)colloc_diag_prefix(diag, rc, "GPUs 'auto'");
+			goto fail;
+		}
+		logf_(d, "--gpus auto: %s", note);
+	} else if ((rc = colloc_gpu_open(spec, &d->gpu, diag))) {
 		(void)colloc_diag_prefix(diag, rc, "GPUs '%s'", spec);
 		goto fail;
 	}
@@ -1133,6 +1238,29 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 		d->gpu_ok[g] = true;
 	if ((rc = cd_store_open(cfg->db_path, &d->store, diag)))
 		goto fail;
+	if (cfg->sharing == CD_SHARING_MPS) {
+		if ((size_t)snprintf(d->mps_dir, sizeof(d->mps_dir), "%s/mps",
+				     cfg->state_dir) >= sizeof(d->mps_dir)) {
+			rc = colloc_diag_set(diag, COLLOC_ELIMIT,
+					     "state_dir path too long");
+			goto fail;
+		}
+		sample(d); /* the UUIDs */
+		for (unsigned g = 0; g < d->n_gpus; g++)
+			if ((rc = cd_mps_start(cfg->mps_control, d->mps_dir,
+					       d->info[g].uuid, 10000, diag))) {
+				(void)colloc_diag_prefix(diag, rc,
+							 "sharing = mps, GPU %u", g);
+				goto fail;
+			}
+		d->mps_started = true;
+		logf_(d, "MPS control daemons running for %u GPU(s) under %s", d->n_gpus,
+		      d->mps_dir);
+	} else if (cfg->sharing == CD_SHARING_MIG) {
+		logf_(d, "sharing = mig: GPUs in MIG mode are scheduled by instance; "
+			 "others are "
+			 "time-sliced");
+	}
 	sample(d);
 	recover(d);
 	d->dirty = true;
@@ -1143,10 +1271,30 @@ fail:
 	return rc;
 }
 
+/* Stop the MPS daemons unless jobs still use them (they outlive collocd,
+ * as the jobs do). */
+static void mps_stop_all(struct cd_daemon *d)
+{
+	struct colloc_diag diag = {{0}};
+
+	if (!d->mps_started)
+		return;
+	if (d->n_runs > 0) {
+		logf_(d, "leaving the MPS control daemons running for %zu running job(s)",
+		      d->n_runs);
+		return;
+	}
+	for (unsigned g = 0; g < d->n_gpus; g++)
+		if (cd_mps_stop(d->cfg.mps_control, d->mps_dir, d->info[g].uuid, 10000,
+				&diag))
+			logf_(d, "GPU %u: %s", g, diag.msg);
+}
+
 void cd_daemon_destroy(struct cd_daemon *d)
 {
 	if (!d)
 		return;
+	mps_stop_all(d);
 	cd_store_close(d->store);
 	colloc_gpu_close(d->gpu);
 	free(d->info);

@@ -115,6 +115,36 @@ int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *i
 		  uint64_t *reserved_bytes, uint64_t *jobs, size_t cap, size_t *n_jobs,
 		  struct colloc_diag *diag);
 
+/* Whether the last sample of GPU index succeeded (false for a bad index):
+ * a GPU that cannot be read is not scheduled on, and its other figures are
+ * those of the last sample that worked. */
+bool cd_daemon_gpu_up(const struct cd_daemon *d, unsigned index);
+
+/*
+ * What the last sample saw of running job id: for each of its GPUs (at most
+ * cap), the GPU's index (-1 when that GPU is gone) in gpus[] and the memory
+ * the job's processes held on it in used_bytes[]. Returns the number of
+ * GPUs the job runs on (may exceed cap), or COLLOC_ENOTFOUND when the daemon
+ * tracks no run of id (queued, ended, or not yet launched).
+ */
+int cd_daemon_job_usage(const struct cd_daemon *d, uint64_t id, int *gpus,
+			uint64_t *used_bytes, int cap);
+
+/* Scheduling passes since cd_daemon_create(), and the time they took
+ * (monotonic clock, wall time of the whole pass: store reads, decision,
+ * launches). */
+struct cd_sched_counters {
+	uint64_t passes;
+	double total_s;
+	double last_s; /* of the latest pass; 0 before the first */
+};
+
+void cd_daemon_sched_counters(const struct cd_daemon *d, struct cd_sched_counters *out);
+
+/* Hand line to the log callback given to cd_daemon_create() (nothing when
+ * there is none), so that the event loop logs where the daemon does. */
+void cd_daemon_log(const struct cd_daemon *d, const char *line);
+
 /* What the server has done since it started (GET /v1/stats). */
 struct cd_stats {
 	double busy_s; /* time with at least one job running, sampled */

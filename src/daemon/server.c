@@ -3,12 +3,19 @@
  * in "external epoll" mode: it never starts a thread, and we poll its
  * epoll descriptor together with a signalfd, so API requests, child exits
  * and the sampling timer are handled one at a time in one thread.
+ *
+ * When the `metrics` key names a TCP address, a second libmicrohttpd daemon
+ * listens there and serves GET /metrics (metrics.h) and nothing else; its
+ * epoll descriptor joins the same poll(), so a scrape never runs
+ * concurrently with the daemon it reads.
  */
 #define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
 #include "daemon/server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -24,6 +31,7 @@
 #include <unistd.h>
 
 #include "daemon/api.h"
+#include "daemon/metrics.h"
 
 /* One request being received. */
 struct request {
@@ -231,6 +239,172 @@ static int listen_unix(const char *path, mode_t mode, struct colloc_diag *diag)
 	return fd;
 }
 
+/* --- the Prometheus endpoint ------------------------------------------------ */
+
+/* Answer status with body[0..len) (malloc'd, or NULL for none), adding an
+ * Allow header when allow is not NULL. */
+static enum MHD_Result send_plain(struct MHD_Connection *c, unsigned status,
+				  const char *content_type, char *body, size_t len,
+				  const char *allow)
+{
+	static char empty[1];
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(len, body ? body : empty,
+					       body ? MHD_RESPMEM_MUST_FREE
+						    : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	if (allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result send_message(struct MHD_Connection *c, unsigned status,
+				    const char *msg, const char *allow)
+{
+	char *body = strdup(msg);
+
+	return send_plain(c, status, "text/plain; charset=utf-8", body,
+			  body ? strlen(body) : 0, allow);
+}
+
+static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	static int started; /* *con_cls: the headers have been seen */
+	struct colloc_diag diag = {{0}};
+	struct cd_daemon *d = cls;
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)version;
+	(void)upload_data;
+	if (!*con_cls) {
+		*con_cls = &started;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		/* Nothing here takes a body: read it and drop it. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(url, "/metrics") != 0)
+		return send_message(c, MHD_HTTP_NOT_FOUND,
+				    "not found: the metrics are at /metrics\n", NULL);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return send_message(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				    "method not allowed: /metrics answers GET\n",
+				    "GET, HEAD");
+	if (cd_metrics_render(d, &text, &len, &diag) != 0) {
+		char msg[COLLOC_DIAG_MAX + 64];
+
+		snprintf(msg, sizeof(msg), "cannot render the metrics: %s\n", diag.msg);
+		return send_message(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg, NULL);
+	}
+	return send_plain(c, MHD_HTTP_OK, CD_METRICS_CONTENT_TYPE, text, len, NULL);
+}
+
+/* Bind and listen on l's address; shown receives "HOST:PORT" with the port
+ * actually bound (the kernel's choice for port 0). */
+static int listen_tcp(const struct cd_listen *l, char *shown, size_t shown_len,
+		      struct colloc_diag *diag)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	struct sockaddr *sa;
+	socklen_t sl;
+	const char *open_b = l->family == AF_INET6 ? "[" : "";
+	const char *close_b = l->family == AF_INET6 ? "]" : "";
+	int fd, one = 1, e;
+	unsigned port;
+
+	memset(&sin, 0, sizeof(sin));
+	memset(&sin6, 0, sizeof(sin6));
+	if (l->family == AF_INET6) {
+		sin6.sin6_family = AF_INET6;
+		sin6.sin6_port = htons(l->port);
+		if (inet_pton(AF_INET6, l->host, &sin6.sin6_addr) != 1)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "metrics: '%s' is not an IPv6 address",
+					       l->host);
+		sa = (struct sockaddr *)&sin6;
+		sl = sizeof(sin6);
+	} else {
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons(l->port);
+		if (inet_pton(AF_INET, l->host, &sin.sin_addr) != 1)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "metrics: '%s' is not an IPv4 address",
+					       l->host);
+		sa = (struct sockaddr *)&sin;
+		sl = sizeof(sin);
+	}
+	fd = socket(l->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return colloc_diag_set(diag, -errno, "socket: %s", strerror(errno));
+	/* A restarted daemon must not wait for its predecessor's connections
+	 * in TIME_WAIT; a port someone listens on is still refused. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, sa, sl) != 0 || listen(fd, 64) != 0 ||
+	    getsockname(fd, sa, &sl) != 0) {
+		e = errno;
+		close(fd);
+		return colloc_diag_set(
+			diag, -e, "cannot listen for metrics on %s%s%s:%u: %s", open_b,
+			l->host, close_b, (unsigned)l->port, strerror(e));
+	}
+	port = ntohs(l->family == AF_INET6 ? sin6.sin6_port : sin.sin_port);
+	snprintf(shown, shown_len, "%s%s%s:%u", open_b, l->host, close_b, port);
+	return fd;
+}
+
+/* Start the metrics endpoint when the config asks for one: *out is NULL
+ * when it does not. */
+static int start_metrics(struct cd_daemon *d, struct MHD_Daemon **out,
+			 struct colloc_diag *diag)
+{
+	const struct cd_config *cfg = cd_daemon_config(d);
+	struct cd_listen l;
+	char shown[CD_LISTEN_MAX + 16], line[256];
+	int fd, rc;
+
+	*out = NULL;
+	if (!cfg->metrics[0])
+		return 0;
+	if ((rc = cd_config_listen_parse(cfg->metrics, &l, diag)))
+		return colloc_diag_prefix(diag, rc, "metrics");
+	fd = listen_tcp(&l, shown, sizeof(shown), diag);
+	if (fd < 0)
+		return fd;
+	*out = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_metrics, d,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+	if (!*out) {
+		close(fd);
+		return colloc_diag_set(diag, -EIO, "libmicrohttpd could not start on %s",
+				       shown);
+	}
+	snprintf(line, sizeof(line), "metrics on %s (GET /metrics)%s", shown,
+		 l.loopback ? ""
+			    : "; not a loopback address: job names and users are "
+			      "visible to anyone who can reach it");
+	cd_daemon_log(d, line);
+	return 0;
+}
+
+/* --- the loop ----------------------------------------------------------------- */
+
 static void reap_children(struct cd_daemon *d)
 {
 	for (;;) {
@@ -245,8 +419,9 @@ static void reap_children(struct cd_daemon *d)
 int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_diag *diag)
 {
 	const union MHD_DaemonInfo *info;
-	struct MHD_Daemon *mhd = NULL;
-	struct pollfd pfd[2];
+	struct MHD_Daemon *mhd = NULL, *mhd_metrics = NULL;
+	struct pollfd pfd[3];
+	nfds_t nfds = 2;
 	sigset_t mask, old;
 	int lfd, sfd = -1, rc = 0;
 	bool stop = false;
@@ -288,6 +463,19 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 	pfd[0].events = POLLIN;
 	pfd[1].fd = info->epoll_fd;
 	pfd[1].events = POLLIN;
+	if ((rc = start_metrics(d, &mhd_metrics, diag)))
+		goto out;
+	if (mhd_metrics) {
+		info = MHD_get_daemon_info(mhd_metrics, MHD_DAEMON_INFO_EPOLL_FD);
+		if (!info) {
+			rc = colloc_diag_set(diag, -EIO,
+					     "libmicrohttpd has no epoll descriptor");
+			goto out;
+		}
+		pfd[2].fd = info->epoll_fd;
+		pfd[2].events = POLLIN;
+		nfds = 3;
+	}
 	while (!stop) {
 		MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
 		int64_t wait_ms = cd_daemon_tick(d, mono_ms(), false);
@@ -295,9 +483,12 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 
 		if (MHD_get_timeout(mhd, &mhd_ms) == MHD_YES && (int64_t)mhd_ms < wait_ms)
 			wait_ms = (int64_t)mhd_ms;
+		if (mhd_metrics && MHD_get_timeout(mhd_metrics, &mhd_ms) == MHD_YES &&
+		    (int64_t)mhd_ms < wait_ms)
+			wait_ms = (int64_t)mhd_ms;
 		if (cd_daemon_dirty(d))
 			wait_ms = 0;
-		if (poll(pfd, 2, (int)(wait_ms > 60000 ? 60000 : wait_ms)) < 0 &&
+		if (poll(pfd, nfds, (int)(wait_ms > 60000 ? 60000 : wait_ms)) < 0 &&
 		    errno != EINTR) {
 			rc = colloc_diag_set(diag, -errno, "poll: %s", strerror(errno));
 			break;
@@ -311,8 +502,12 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 				stop = true;
 		}
 		MHD_run(mhd);
+		if (mhd_metrics)
+			MHD_run(mhd_metrics);
 	}
 out:
+	if (mhd_metrics)
+		MHD_stop_daemon(mhd_metrics); /* closes its listening socket */
 	if (mhd)
 		MHD_stop_daemon(mhd); /* closes the listening socket too */
 	else if (lfd >= 0)

@@ -849,7 +849,8 @@ int colloc_simgpu_info(struct colloc_simgpu *sim, unsigned index,
 	if (rc < 0)
 		return finish(sim, rc, diag);
 	g = &sim->st.gpus[index];
-	memset(out, 0, sizeof(*out));
+	/* No MIG, no reserved memory figure, no DCGM: all absent. */
+	colloc_gpu_info_init(out);
 	format_uuid(sim->st.id, index, out->uuid, sizeof(out->uuid));
 	snprintf(out->name, sizeof(out->name), "colloc simulated GPU %s",
 		 colloc_format_bytes(g->total_bytes, size, sizeof(size)));

@@ -216,6 +216,23 @@ api crash GET /v1/stats >/dev/null
 check crash-none-lost test "$(field "$(cat "$T/api.out")" jobs_lost)" = 0
 stop crash
 
+# --- G. sharing = mps: one MPS control daemon per GPU (a fake that records
+# its calls), each job an MPS client with its own SM share and memory limit ---
+fake_mps="$(cd "$(dirname "$0")/.." && pwd)/fake/fake-mps-control"
+FAKE_MPS_LOG="$T/mps-calls.log"
+export FAKE_MPS_LOG
+start mps 2x8GiB --set sharing=mps --set "mps_control=$fake_mps" || exit 1
+check mps-started test "$(grep -c '^start gpu=SIM-' "$FAKE_MPS_LOG")" = 2
+m=$(submit mps --mem 2GiB --util 30 -- sh -c 'echo "P=$CUDA_MPS_PIPE_DIRECTORY T=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE L=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"')
+waitall mps "$m"
+uuid=$(c mps show "$m" --json | tr -d '\n' | sed -n 's/.*"gpus": *\[ *"\([^"]*\)".*/\1/p')
+c mps logs "$m" >"$T/mps.out"
+check mps-job-env grep -qx "P=$T/mps/mps/$uuid/pipe T=30 L=0=2560M" "$T/mps.out"
+check mps-pipe-matches-daemon grep -q "^start gpu=$uuid pipe=$T/mps/mps/$uuid/pipe " "$FAKE_MPS_LOG"
+stop mps
+check mps-stopped test "$(grep -c '^quit gpu=SIM-' "$FAKE_MPS_LOG")" = 2
+unset FAKE_MPS_LOG
+
 # --- F. users: each sees and cancels only their own jobs -------------------------
 if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
 	id colloc-it2 >/dev/null 2>&1 || useradd -M -s /bin/sh colloc-it2

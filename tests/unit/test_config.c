@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "colloc/error.h"
@@ -84,7 +85,8 @@ static bool cfg_equal(const struct cd_config *a, const struct cd_config *b)
 	       a->oom.peak_margin == b->oom.peak_margin &&
 	       a->oom.exclusive_after == b->oom.exclusive_after &&
 	       a->oom.max_attempts == b->oom.max_attempts &&
-	       a->kill_grace_ms == b->kill_grace_ms && a->reserve_ms == b->reserve_ms;
+	       a->kill_grace_ms == b->kill_grace_ms && a->reserve_ms == b->reserve_ms &&
+	       strcmp(a->metrics, b->metrics) == 0;
 }
 
 /* cd_config_write() into a malloc'd string; rc in *rc. */
@@ -233,6 +235,7 @@ static void check_fixed_defaults(const struct cd_config *c)
 	assert_int_equal(c->oom.max_attempts, 4);
 	assert_int_equal(c->kill_grace_ms, 10000);
 	assert_int_equal(c->reserve_ms, 60000);
+	assert_string_equal(c->metrics, ""); /* no TCP port unless asked */
 }
 
 static void test_defaults(void **state)
@@ -301,7 +304,8 @@ static void test_every_key_valid(void **state)
 		     "oom_exclusive_after = 3\n"
 		     "oom_max_attempts = 5\n"
 		     "kill_grace = 30s\n"
-		     "reserve = 1.5min\n");
+		     "reserve = 1.5min\n"
+		     "metrics = 127.0.0.1:9400\n");
 	assert_string_equal(c.gpus, "sim:4x40GiB");
 	assert_string_equal(c.socket_path, "/run/colloc/s.sock");
 	assert_string_equal(c.db_path, "/srv/collocd/jobs.db");
@@ -322,6 +326,7 @@ static void test_every_key_valid(void **state)
 	assert_int_equal(c.oom.max_attempts, 5);
 	assert_int_equal(c.kill_grace_ms, 30000);
 	assert_int_equal(c.reserve_ms, 90000);
+	assert_string_equal(c.metrics, "127.0.0.1:9400");
 }
 
 static void test_value_forms(void **state)
@@ -472,6 +477,18 @@ static void test_every_key_invalid(void **state)
 		{"kill_grace = 10x", COLLOC_EUSAGE, "kill_grace"},
 		{"reserve = 1e3s", COLLOC_EUSAGE, "reserve"},
 		{"gpus = a\tb", COLLOC_EUSAGE, "gpus: control character 0x09"},
+		{"metrics = 9400", COLLOC_EUSAGE, "metrics: '9400' is not HOST:PORT"},
+		{"metrics = 127.0.0.1", COLLOC_EUSAGE,
+		 "metrics: '127.0.0.1' is not HOST:PORT"},
+		{"metrics = 127.0.0.1:65536", COLLOC_EUSAGE, "metrics"},
+		{"metrics = host.example:9400", COLLOC_EUSAGE,
+		 "'host.example' is not a numeric IPv4 address or localhost"},
+		{"metrics = ::1:9400", COLLOC_EUSAGE,
+		 "write an IPv6 address in brackets"},
+		{"metrics = "
+		 "\"[0000:0000:0000:0000:0000:0000:0000:0001]:9400 with enough "
+		 "padding!!\"",
+		 COLLOC_ELIMIT, "metrics: value is 68 bytes, the limit is 63"},
 	};
 
 	(void)state;
@@ -643,6 +660,106 @@ static void test_atomic(void **state)
 	assert_int_equal(c.sched.policy, COLLOC_POLICY_EXCLUSIVE);
 }
 
+/* --------------------------------------------------------------- metrics */
+
+static void test_listen_parse(void **state)
+{
+	static const struct {
+		const char *text;
+		int family;
+		const char *host;
+		unsigned port;
+		bool loopback;
+	} good[] = {
+		{"127.0.0.1:9400", AF_INET, "127.0.0.1", 9400, true},
+		{"localhost:0", AF_INET, "127.0.0.1", 0, true},
+		{"127.3.2.1:65535", AF_INET, "127.3.2.1", 65535, true},
+		{"0.0.0.0:9100", AF_INET, "0.0.0.0", 9100, false},
+		{"10.1.2.3:09100", AF_INET, "10.1.2.3", 9100, false},
+		{"[::1]:9400", AF_INET6, "::1", 9400, true},
+		{"[::]:80", AF_INET6, "::", 80, false},
+		{"[fe80::1]:1", AF_INET6, "fe80::1", 1, false},
+	};
+	static const char *const bad[] = {
+		"",
+		"9400",
+		":9400",
+		"127.0.0.1",
+		"127.0.0.1:",
+		"127.0.0.1:x",
+		"127.0.0.1:-1",
+		"127.0.0.1:+80",
+		"127.0.0.1:65536",
+		"127.0.0.1:100000",
+		"127.0.0.1:9 ",
+		" 127.0.0.1:9",
+		"256.0.0.1:80",
+		"127.1:80",
+		"::1:9400",
+		"[::1:9400",
+		"::1]:9400",
+		"[]:80",
+		"[127.0.0.1]:80",
+		"[localhost]:80",
+		"example.org:80",
+		"localhost",
+		"[::1]",
+		"[::g]:80",
+	};
+	struct colloc_diag diag = {{0}};
+	struct cd_listen l;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(good) / sizeof(good[0]); k++) {
+		memset(&l, 0x55, sizeof(l));
+		if (cd_config_listen_parse(good[k].text, &l, &diag) != 0) {
+			print_error("'%s': %s\n", good[k].text, diag.msg);
+			fail();
+		}
+		assert_int_equal(l.family, good[k].family);
+		assert_string_equal(l.host, good[k].host);
+		assert_int_equal(l.port, good[k].port);
+		assert_int_equal(l.loopback, good[k].loopback);
+	}
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		memset(&l, 0x55, sizeof(l));
+		diag.msg[0] = '\0';
+		if (cd_config_listen_parse(bad[k], &l, &diag) != COLLOC_EUSAGE) {
+			print_error("'%s' was accepted\n", bad[k]);
+			fail();
+		}
+		assert_true(diag.msg[0] != '\0');
+		assert_int_equal(l.port, 0x5555); /* untouched */
+	}
+	assert_int_equal(cd_config_listen_parse(NULL, &l, &diag), COLLOC_EUSAGE);
+}
+
+/* The key itself: off by default, "" turns it off again, bad values are
+ * refused with cfg unchanged. */
+static void test_metrics_key(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_config c, before;
+
+	(void)state;
+	cd_config_defaults(&c);
+	assert_string_equal(c.metrics, "");
+	assert_int_equal(cd_config_set(&c, "metrics", "localhost:9400", &diag), 0);
+	assert_string_equal(c.metrics, "localhost:9400"); /* kept as written */
+	assert_int_equal(cd_config_set(&c, "metrics", "[::1]:0", &diag), 0);
+	assert_string_equal(c.metrics, "[::1]:0");
+	memcpy(&before, &c, sizeof(c));
+	assert_int_equal(cd_config_set(&c, "metrics", "yes", &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "metrics: 'yes' is not HOST:PORT"));
+	assert_memory_equal(&c, &before, sizeof(c));
+	assert_int_equal(cd_config_set(&c, "metrics", "", &diag), 0);
+	assert_string_equal(c.metrics, "");
+	parse_ok(&c, "metrics = \"0.0.0.0:9100\"  # every interface");
+	assert_string_equal(c.metrics, "0.0.0.0:9100");
+	parse_ok(&c, "metrics =");
+	assert_string_equal(c.metrics, "");
+}
+
 /* ------------------------------------------------------ set, load, write */
 
 static void test_set(void **state)
@@ -761,6 +878,7 @@ static void test_write_round_trip(void **state)
 	assert_non_null(strstr(text, "\noom_max_attempts = 4\n"));
 	assert_non_null(strstr(text, "\nkill_grace = 10s\n"));
 	assert_non_null(strstr(text, "\nreserve = 1min\n"));
+	assert_non_null(strstr(text, "\nmetrics = \"\"\n"));
 	assert_non_null(strstr(text, "\nsocket = "));
 	assert_non_null(strstr(text, "\ndb = "));
 	assert_non_null(strstr(text, "\nstate_dir = "));
@@ -788,6 +906,9 @@ static void test_write_round_trip(void **state)
 	c.oom.max_attempts = 1;
 	c.kill_grace_ms = 0;
 	c.reserve_ms = 3600001;
+	snprintf(c.metrics, sizeof(c.metrics), "[::1]:9400");
+	round_trip(&c);
+	snprintf(c.metrics, sizeof(c.metrics), "0.0.0.0:0");
 	round_trip(&c);
 
 	c.sched.headroom_bytes = ((1ULL << 53) - 1) * 1024; /* KiB, exact */
@@ -847,6 +968,8 @@ int main(void)
 		cmocka_unit_test(test_atomic),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_listen_parse),
+		cmocka_unit_test(test_metrics_key),
 		cmocka_unit_test(test_write_round_trip),
 		cmocka_unit_test(test_write_refuses),
 	};

@@ -169,8 +169,9 @@ static void test_spec_errors(void **state)
 	spec_bad("sim:2", COLLOC_EUSAGE, "expected NxSIZE");
 	spec_bad("sim:2x1GiB,util=5", COLLOC_EUSAGE, "unknown option 'util=5'");
 	spec_bad("sim:2x1GiB,path=", COLLOC_EUSAGE, "path= wants a file");
-	spec_bad("foo:1x2", COLLOC_ENOTFOUND, "unknown GPU backend 'foo' (known: sim)");
-	spec_bad("nvml", COLLOC_ENOTFOUND, "unknown GPU backend 'nvml'");
+	spec_bad("foo:1x2", COLLOC_ENOTFOUND,
+		 "unknown GPU backend 'foo' (known: sim, nvml; or auto)");
+	spec_bad("nvml:x", COLLOC_EUSAGE, "nvml takes no arguments");
 	spec_bad("", COLLOC_EUSAGE, "not a GPU backend spec");
 	spec_bad(":x", COLLOC_EUSAGE, "not a GPU backend spec");
 
@@ -197,7 +198,7 @@ static void test_spec_errors(void **state)
 		const struct colloc_gpu_backend_ops *const *list =
 			colloc_gpu_backends(&nb);
 
-		assert_int_equal(nb, 1);
+		assert_int_equal(nb, 2);
 		assert_ptr_equal(list[0], colloc_gpu_backend_find("sim"));
 	}
 }
