@@ -32,12 +32,28 @@ struct run_stat {
 	uint64_t id;
 	int64_t sup_pid;
 	int n_gpus;
-	int gpus[COLLOC_SCHED_MAX_GPUS]; /* indices, -1 when its GPU is gone */
+	int gpus[COLLOC_SCHED_MAX_GPUS]; /* slot indices, -1 when gone */
+	char uuid[COLLOC_SCHED_MAX_GPUS][COLLOC_GPU_UUID_MAX]; /* of the slots */
 	uint64_t used_bytes[COLLOC_SCHED_MAX_GPUS]; /* last sample */
 	uint64_t peak_bytes;
 	double util_sum;
 	uint64_t util_n;
 };
+
+/*
+ * What the scheduler places jobs on: a whole GPU, or one MIG instance of a
+ * GPU in MIG mode (CUDA cannot use such a GPU whole). Rebuilt from every
+ * sample, in GPU order.
+ */
+struct slot {
+	char uuid[COLLOC_GPU_UUID_MAX]; /* what CUDA_VISIBLE_DEVICES gets */
+	unsigned gpu; /* the physical GPU */
+	bool isolated; /* a MIG instance */
+	uint64_t total_bytes;
+	uint64_t used_bytes; /* total - free: driver reservations count */
+};
+
+#define MAX_MIG 16 /* instances read per GPU (A100/H100/H200 have <= 7) */
 
 struct cd_daemon {
 	struct cd_config cfg;
@@ -50,6 +66,9 @@ struct cd_daemon {
 	struct colloc_gpu_info *info; /* last sample, per GPU */
 	bool *gpu_ok; /* false: the last query of that GPU failed */
 	struct colloc_gpu_process *procs; /* scratch, MAX_PROCS */
+	struct slot *slots; /* what jobs are placed on */
+	size_t n_slots, cap_slots;
+	struct colloc_gpu_mig_instance *migs; /* scratch, MAX_MIG */
 	struct run_stat *runs;
 	size_t n_runs, cap_runs;
 	char logs_dir[CD_PATH_MAX];
@@ -169,12 +188,63 @@ static struct run_stat *run_find(struct cd_daemon *d, uint64_t id)
 	return NULL;
 }
 
-static int gpu_index(const struct cd_daemon *d, const char *uuid)
+static int slot_index(const struct cd_daemon *d, const char *uuid)
 {
-	for (unsigned g = 0; g < d->n_gpus; g++)
-		if (strcmp(d->info[g].uuid, uuid) == 0)
-			return (int)g;
+	for (size_t k = 0; k < d->n_slots; k++)
+		if (strcmp(d->slots[k].uuid, uuid) == 0)
+			return (int)k;
 	return -1;
+}
+
+static int add_slot(struct cd_daemon *d, const char *uuid, unsigned gpu, bool isolated,
+		    uint64_t total, uint64_t free_bytes)
+{
+	struct slot *sl;
+
+	if (d->n_slots == d->cap_slots) {
+		size_t cap = d->cap_slots ? d->cap_slots * 2 : 8;
+		struct slot *ns = realloc(d->slots, cap * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		d->slots = ns;
+		d->cap_slots = cap;
+	}
+	sl = &d->slots[d->n_slots++];
+	snprintf(sl->uuid, sizeof(sl->uuid), "%s", uuid);
+	sl->gpu = gpu;
+	sl->isolated = isolated;
+	sl->total_bytes = total;
+	sl->used_bytes = free_bytes <= total ? total - free_bytes : total;
+	return 0;
+}
+
+/* Rebuild the slots from the GPUs' last sample and point the running jobs
+ * at them again (a MIG layout may change between samples). */
+static void rebuild_slots(struct cd_daemon *d)
+{
+	struct colloc_diag diag = {{0}};
+
+	d->n_slots = 0;
+	for (unsigned g = 0; g < d->n_gpus; g++) {
+		const struct colloc_gpu_info *in = &d->info[g];
+		size_t n = 0;
+
+		if (in->mig_mode == 1 && d->gpu_ok[g] &&
+		    colloc_gpu_mig_instances(d->gpu, g, d->migs, MAX_MIG, &n, &diag) ==
+			    0) {
+			for (size_t k = 0; k < n && k < MAX_MIG; k++)
+				(void)add_slot(d, d->migs[k].uuid, g, true,
+					       d->migs[k].mem_total_bytes,
+					       d->migs[k].mem_free_bytes);
+			continue;
+		}
+		(void)add_slot(d, in->uuid, g, false, in->mem_total_bytes,
+			       in->mem_free_bytes);
+	}
+	for (size_t k = 0; k < d->n_runs; k++)
+		for (int i = 0; i < d->runs[k].n_gpus; i++)
+			d->runs[k].gpus[i] = slot_index(d, d->runs[k].uuid[i]);
 }
 
 static struct run_stat *run_add(struct cd_daemon *d, const struct cd_job *job)
@@ -197,8 +267,10 @@ static struct run_stat *run_add(struct cd_daemon *d, const struct cd_job *job)
 	r->id = job->id;
 	r->sup_pid = job->sup_pid;
 	r->n_gpus = job->n_assigned;
-	for (int k = 0; k < r->n_gpus; k++)
-		r->gpus[k] = gpu_index(d, job->gpus[k]);
+	for (int k = 0; k < r->n_gpus; k++) {
+		snprintf(r->uuid[k], sizeof(r->uuid[k]), "%s", job->gpus[k]);
+		r->gpus[k] = slot_index(d, job->gpus[k]);
+	}
 	r->peak_bytes = job->peak_bytes;
 	return r;
 }
@@ -287,7 +359,7 @@ int cd_daemon_job_usage(const struct cd_daemon *d, uint64_t id, int *gpus,
 		if (r->id != id)
 			continue;
 		for (int i = 0; i < r->n_gpus && i < cap; i++) {
-			gpus[i] = r->gpus[i];
+			gpus[i] = r->gpus[i] >= 0 ? (int)d->slots[r->gpus[i]].gpu : -1;
 			used_bytes[i] = r->used_bytes[i];
 		}
 		return r->n_gpus;
@@ -361,7 +433,7 @@ int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *i
 		for (int i = 0; i < r->n_gpus; i++) {
 			struct cd_job job;
 
-			if (r->gpus[i] != (int)index)
+			if (r->gpus[i] < 0 || d->slots[r->gpus[i]].gpu != index)
 				continue;
 			if (*n_jobs < cap)
 				jobs[*n_jobs] = r->id;
@@ -382,9 +454,9 @@ static uint64_t largest_gpu(const struct cd_daemon *d)
 {
 	uint64_t m = 0;
 
-	for (unsigned g = 0; g < d->n_gpus; g++)
-		if (d->info[g].mem_total_bytes > m)
-			m = d->info[g].mem_total_bytes;
+	for (size_t k = 0; k < d->n_slots; k++)
+		if (d->slots[k].total_bytes > m)
+			m = d->slots[k].total_bytes;
 	return m;
 }
 
@@ -619,7 +691,7 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 	visible[0] = '\0';
 	for (int k = 0; k < dec->n_gpus; k++) {
 		snprintf(job->gpus[k], sizeof(job->gpus[k]), "%s",
-			 d->info[dec->gpus[k]].uuid);
+			 d->slots[dec->gpus[k]].uuid);
 		off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s",
 					k ? "," : "", job->gpus[k]);
 	}
@@ -637,8 +709,11 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 		return;
 	argv = string_vector(job->argv_json, &targ);
 	envp = string_vector(job->env_json, &tenv);
+	/* MPS on whole GPUs only: a MIG instance isolates its job already. */
 	if (envp && d->cfg.sharing == CD_SHARING_MPS && dec->n_gpus == 1 &&
-	    mps_env(d, job, d->info[dec->gpus[0]].uuid, &envp, mps, &diag) != 0) {
+	    !d->slots[dec->gpus[0]].isolated &&
+	    mps_env(d, job, d->info[d->slots[dec->gpus[0]].gpu].uuid, &envp, mps,
+		    &diag) != 0) {
 		free(argv);
 		argv = NULL; /* fails the launch below with diag's reason */
 	}
@@ -698,10 +773,12 @@ static void sample(struct cd_daemon *d)
 	for (size_t k = 0; k < d->n_runs; k++)
 		memset(d->runs[k].used_bytes, 0, sizeof(d->runs[k].used_bytes));
 	for (unsigned g = 0; g < d->n_gpus; g++) {
-		size_t n = 0;
 		bool was_ok = d->gpu_ok[g];
+		struct colloc_gpu_info now_info;
 
-		if (colloc_gpu_info(d->gpu, g, &d->info[g], &diag) != 0) {
+		/* A GPU that does not answer keeps its last good figures (its
+		 * size still says which jobs it could take when it is back). */
+		if (colloc_gpu_info(d->gpu, g, &now_info, &diag) != 0) {
 			d->gpu_ok[g] = false;
 			if (was_ok)
 				logf_(d,
@@ -709,10 +786,19 @@ static void sample(struct cd_daemon *d)
 				      g, diag.msg);
 			continue;
 		}
+		d->info[g] = now_info;
 		d->gpu_ok[g] = true;
 		if (!was_ok)
 			logf_(d, "GPU %u (%s) is back", g, d->info[g].uuid);
-		if (colloc_gpu_processes(d->gpu, g, d->procs, MAX_PROCS, &n, &diag) != 0)
+	}
+	rebuild_slots(d);
+	/* NVML reports host pids on the physical GPU (MIG instances
+	 * included); a job's processes share its supervisor's session. */
+	for (unsigned g = 0; g < d->n_gpus; g++) {
+		size_t n = 0;
+
+		if (!d->gpu_ok[g] ||
+		    colloc_gpu_processes(d->gpu, g, d->procs, MAX_PROCS, &n, &diag) != 0)
 			continue;
 		if (n > MAX_PROCS)
 			n = MAX_PROCS;
@@ -725,7 +811,8 @@ static void sample(struct cd_daemon *d)
 				if (r->sup_pid != sid)
 					continue;
 				for (int i = 0; i < r->n_gpus; i++)
-					if (r->gpus[i] == (int)g)
+					if (r->gpus[i] >= 0 &&
+					    d->slots[r->gpus[i]].gpu == g)
 						r->used_bytes[i] +=
 							d->procs[p].used_bytes;
 			}
@@ -755,8 +842,10 @@ static void sample(struct cd_daemon *d)
 		for (int i = 0; i < r->n_gpus; i++) {
 			if (r->used_bytes[i] > top)
 				top = r->used_bytes[i];
-			if (r->gpus[i] >= 0 && d->info[r->gpus[i]].util_pct >= 0) {
-				util += d->info[r->gpus[i]].util_pct / 100.0;
+			if (r->gpus[i] >= 0 &&
+			    d->info[d->slots[r->gpus[i]].gpu].util_pct >= 0) {
+				util += d->info[d->slots[r->gpus[i]].gpu].util_pct /
+					100.0;
 				n_util++;
 			}
 		}
@@ -816,7 +905,7 @@ static void schedule(struct cd_daemon *d)
 		logf_(d, "scheduling skipped: %s", diag.msg);
 		return;
 	}
-	gs = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*gs));
+	gs = calloc(d->n_slots ? d->n_slots : 1, sizeof(*gs));
 	rs = calloc(n ? n : 1, sizeof(*rs));
 	qs = calloc(n ? n : 1, sizeof(*qs));
 	ds = calloc(n ? n : 1, sizeof(*ds));
@@ -824,17 +913,16 @@ static void schedule(struct cd_daemon *d)
 		logf_(d, "scheduling skipped: out of memory");
 		goto out;
 	}
-	for (unsigned g = 0; g < d->n_gpus; g++) {
-		gs[g].node = 0;
-		gs[g].mem_total_bytes = d->info[g].mem_total_bytes;
-		/* Not used but total - free: NVML's v2 query keeps memory the
-		 * driver reserves out of both used and free. */
-		gs[g].mem_used_bytes =
-			d->info[g].mem_free_bytes <= d->info[g].mem_total_bytes
-				? d->info[g].mem_total_bytes - d->info[g].mem_free_bytes
-				: d->info[g].mem_total_bytes;
-		gs[g].util = d->info[g].util_pct >= 0 ? d->info[g].util_pct / 100.0 : 0;
-		gs[g].usable = d->gpu_ok[g];
+	for (size_t k = 0; k < d->n_slots; k++) {
+		const struct slot *sl = &d->slots[k];
+		const struct colloc_gpu_info *in = &d->info[sl->gpu];
+
+		gs[k].node = 0;
+		gs[k].mem_total_bytes = sl->total_bytes;
+		gs[k].mem_used_bytes = sl->used_bytes;
+		gs[k].util = in->util_pct >= 0 ? in->util_pct / 100.0 : 0;
+		gs[k].usable = d->gpu_ok[sl->gpu];
+		gs[k].isolated = sl->isolated;
 	}
 	for (size_t k = 0; k < n; k++) {
 		const struct cd_job *j = &jobs[k];
@@ -863,7 +951,7 @@ static void schedule(struct cd_daemon *d)
 			for (int i = 0; i < j->n_assigned; i++) {
 				uint64_t used = s ? s->used_bytes[i] : 0;
 
-				r->gpus[i] = gpu_index(d, j->gpus[i]);
+				r->gpus[i] = slot_index(d, j->gpus[i]);
 				ok = ok && r->gpus[i] >= 0;
 				if (used > r->mem_used_bytes)
 					r->mem_used_bytes = used;
@@ -876,7 +964,7 @@ static void schedule(struct cd_daemon *d)
 	if (n_q == 0)
 		goto out;
 	st.gpus = gs;
-	st.n_gpus = (int)d->n_gpus;
+	st.n_gpus = (int)d->n_slots;
 	st.running = rs;
 	st.n_running = n_r;
 	st.now_ms = now;
@@ -1230,7 +1318,8 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 	d->info = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->info));
 	d->gpu_ok = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->gpu_ok));
 	d->procs = calloc(MAX_PROCS, sizeof(*d->procs));
-	if (!d->info || !d->gpu_ok || !d->procs) {
+	d->migs = calloc(MAX_MIG, sizeof(*d->migs));
+	if (!d->info || !d->gpu_ok || !d->procs || !d->migs) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1300,6 +1389,8 @@ void cd_daemon_destroy(struct cd_daemon *d)
 	free(d->info);
 	free(d->gpu_ok);
 	free(d->procs);
+	free(d->migs);
+	free(d->slots);
 	free(d->runs);
 	free(d);
 }
