@@ -695,6 +695,15 @@ static void handle_log(struct cd_daemon *d, const struct cd_peer *peer, uint64_t
 	close(fd);
 }
 
+/* A DCGM ratio, or null when the backend cannot measure it (never 0). */
+static void add_ratio(cJSON *o, const char *key, double v)
+{
+	if (v >= 0)
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
 static void handle_gpus(struct cd_daemon *d, const struct cd_peer *peer,
 			struct cd_api_response *r)
 {
@@ -729,6 +738,34 @@ static void handle_gpus(struct cd_daemon *d, const struct cd_peer *peer,
 			cJSON_AddNumberToObject(x, "power_mw", (double)info.power_mw);
 		else
 			cJSON_AddNullToObject(x, "power_mw");
+		add_ratio(x, "sm_active", info.sm_active);
+		add_ratio(x, "sm_occupancy", info.sm_occupancy);
+		add_ratio(x, "dram_active", info.dram_active);
+		add_ratio(x, "tensor_active", info.tensor_active);
+		add_ratio(x, "gr_engine_active", info.gr_engine_active);
+		if (info.mig_mode >= 0)
+			cJSON_AddBoolToObject(x, "mig", info.mig_mode == 1);
+		else
+			cJSON_AddNullToObject(x, "mig");
+		if (info.mig_mode == 1) {
+			cJSON *migs = cJSON_AddArrayToObject(x, "mig_instances");
+
+			for (size_t k = 0; migs && k < cd_daemon_slot_count(d); k++) {
+				struct cd_slot_info sl;
+				cJSON *m;
+
+				if (cd_daemon_slot(d, k, &sl) || sl.gpu != g ||
+				    !sl.isolated)
+					continue;
+				m = cJSON_CreateObject();
+				cJSON_AddStringToObject(m, "uuid", sl.uuid);
+				cJSON_AddNumberToObject(m, "mem_total_bytes",
+							(double)sl.mem_total_bytes);
+				cJSON_AddNumberToObject(m, "mem_used_bytes",
+							(double)sl.mem_used_bytes);
+				cJSON_AddItemToArray(migs, m);
+			}
+		}
 		jobs = cJSON_AddArrayToObject(x, "jobs");
 		for (size_t k = 0; jobs && k < n_ids && k < 256; k++) {
 			struct cd_job job;

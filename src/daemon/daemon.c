@@ -75,6 +75,7 @@ struct cd_daemon {
 	char status_dir[CD_PATH_MAX];
 	char mps_dir[CD_PATH_MAX]; /* sharing = mps: STATE/mps */
 	bool mps_started;
+	const char *activity_src; /* what gpu_activity() used last (static) */
 	int64_t created_ms; /* monotonic */
 	int64_t last_sample_ms; /* monotonic; INT64_MIN: never */
 	int rr_cursor;
@@ -376,6 +377,23 @@ void cd_daemon_log(const struct cd_daemon *d, const char *line)
 {
 	if (d->log)
 		d->log(line);
+}
+
+size_t cd_daemon_slot_count(const struct cd_daemon *d)
+{
+	return d->n_slots;
+}
+
+int cd_daemon_slot(const struct cd_daemon *d, size_t k, struct cd_slot_info *out)
+{
+	if (k >= d->n_slots)
+		return COLLOC_ENOTFOUND;
+	snprintf(out->uuid, sizeof(out->uuid), "%s", d->slots[k].uuid);
+	out->gpu = d->slots[k].gpu;
+	out->isolated = d->slots[k].isolated;
+	out->mem_total_bytes = d->slots[k].total_bytes;
+	out->mem_used_bytes = d->slots[k].used_bytes;
+	return 0;
 }
 
 void cd_daemon_mark_dirty(struct cd_daemon *d)
@@ -763,6 +781,26 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 
 /* --- sampling --------------------------------------------------------- */
 
+/*
+ * How busy GPU g is, 0..1, for the scheduler and the jobs' mean activity:
+ * DCGM's SM activity when the backend has it (the fraction of SMs with work,
+ * which NVML's "utilization" overstates: one busy block reads as 100%),
+ * else NVML's utilization, else 0. *src says which.
+ */
+static double gpu_activity(const struct colloc_gpu_info *in, const char **src)
+{
+	if (in->sm_active >= 0) {
+		*src = "SM activity (DCGM)";
+		return in->sm_active;
+	}
+	if (in->util_pct >= 0) {
+		*src = "GPU utilization (no DCGM SM activity)";
+		return in->util_pct / 100.0;
+	}
+	*src = "nothing (no activity measure; counted as idle)";
+	return 0;
+}
+
 static void sample(struct cd_daemon *d)
 {
 	struct colloc_diag diag = {{0}};
@@ -842,10 +880,11 @@ static void sample(struct cd_daemon *d)
 		for (int i = 0; i < r->n_gpus; i++) {
 			if (r->used_bytes[i] > top)
 				top = r->used_bytes[i];
-			if (r->gpus[i] >= 0 &&
-			    d->info[d->slots[r->gpus[i]].gpu].util_pct >= 0) {
-				util += d->info[d->slots[r->gpus[i]].gpu].util_pct /
-					100.0;
+			if (r->gpus[i] >= 0) {
+				const char *src;
+
+				util += gpu_activity(&d->info[d->slots[r->gpus[i]].gpu],
+						     &src);
 				n_util++;
 			}
 		}
@@ -916,11 +955,17 @@ static void schedule(struct cd_daemon *d)
 	for (size_t k = 0; k < d->n_slots; k++) {
 		const struct slot *sl = &d->slots[k];
 		const struct colloc_gpu_info *in = &d->info[sl->gpu];
+		const char *src;
 
 		gs[k].node = 0;
 		gs[k].mem_total_bytes = sl->total_bytes;
 		gs[k].mem_used_bytes = sl->used_bytes;
-		gs[k].util = in->util_pct >= 0 ? in->util_pct / 100.0 : 0;
+		gs[k].util = gpu_activity(in, &src);
+		if (src != d->activity_src) {
+			/* Said once, and again whenever it changes. */
+			logf_(d, "scheduling on %s", src);
+			d->activity_src = src;
+		}
 		gs[k].usable = d->gpu_ok[sl->gpu];
 		gs[k].isolated = sl->isolated;
 	}

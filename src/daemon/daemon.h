@@ -166,6 +166,19 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 /* Seconds since cd_daemon_create(). */
 double cd_daemon_uptime_s(const struct cd_daemon *d);
 
+/* What jobs are placed on: whole GPUs, and the MIG instances of GPUs in
+ * MIG mode, as of the last sample. */
+struct cd_slot_info {
+	char uuid[COLLOC_GPU_UUID_MAX];
+	unsigned gpu; /* the physical GPU */
+	bool isolated; /* a MIG instance */
+	uint64_t mem_total_bytes;
+	uint64_t mem_used_bytes; /* total - free */
+};
+
+size_t cd_daemon_slot_count(const struct cd_daemon *d);
+int cd_daemon_slot(const struct cd_daemon *d, size_t k, struct cd_slot_info *out);
+
 /* Counts of queued and running jobs. */
 void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running);
 

@@ -55,6 +55,11 @@ check mig-small sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $a | grep -qx 'CV
 check mig-medium sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $b | grep -qx 'CVD=MIG-22222222-aaaa-aaaa-aaaa-222222222222'"
 check whole-gpu sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $d | grep -qx 'CVD=GPU-a100a100-1111-1111-1111-111111111111'"
 
+c gpus --json >"$T/gpus.json"
+check gpus-mig-listed grep -q 'MIG-22222222-aaaa-aaaa-aaaa-222222222222' "$T/gpus.json"
+check gpus-sm-absent-null grep -q '"sm_active": *null' "$T/gpus.json"
+check activity-source-logged grep -q "scheduling on .*no DCGM SM activity\|scheduling on nothing" "$T/log"
+
 # GPU 1 falls off the bus: reported, skipped, nothing else stops.
 i=0
 until grep -q "GPU 1: cannot read it" "$T/log" || [ $i -gt 100 ]; do
