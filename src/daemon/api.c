@@ -783,6 +783,50 @@ static void handle_gpus(struct cd_daemon *d, const struct cd_peer *peer,
 	set_json(r, 200, o);
 }
 
+static void handle_history(struct cd_daemon *d, unsigned index, const struct query *q,
+			   struct cd_api_response *r)
+{
+	struct cd_gpu_sample *hs = malloc(CD_HISTORY_MAX * sizeof(*hs));
+	size_t n = 0, cap = q->max < CD_HISTORY_MAX ? (size_t)q->max : CD_HISTORY_MAX;
+	cJSON *o, *arr;
+
+	if (!hs) {
+		set_error(r, 500, "out of memory");
+		return;
+	}
+	if (cd_daemon_gpu_history(d, index, hs, cap, &n)) {
+		free(hs);
+		set_error(r, 404, "no GPU %u (this server has %u)", index,
+			  cd_daemon_gpu_count(d));
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "gpu", index);
+	cJSON_AddNumberToObject(o, "interval_s",
+				(double)cd_daemon_config(d)->sample_ms / 1000.0);
+	arr = cJSON_AddArrayToObject(o, "samples");
+	for (size_t k = 0; arr && k < n; k++) {
+		cJSON *x = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(x, "time", (double)hs[k].ts_ms / 1000.0);
+		cJSON_AddBoolToObject(x, "up", hs[k].up);
+		cJSON_AddNumberToObject(x, "mem_used_bytes",
+					(double)hs[k].mem_used_bytes);
+		if (hs[k].util_pct >= 0)
+			cJSON_AddNumberToObject(x, "util_pct", hs[k].util_pct);
+		else
+			cJSON_AddNullToObject(x, "util_pct");
+		add_ratio(x, "sm_active", hs[k].sm_active);
+		if (hs[k].power_mw >= 0)
+			cJSON_AddNumberToObject(x, "power_mw", (double)hs[k].power_mw);
+		else
+			cJSON_AddNullToObject(x, "power_mw");
+		cJSON_AddItemToArray(arr, x);
+	}
+	free(hs);
+	set_json(r, 200, o);
+}
+
 void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *method,
 		   const char *url, const char *query, const char *body, size_t len,
 		   struct cd_api_response *resp)
@@ -848,6 +892,20 @@ void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *
 		if (!d)
 			goto unavailable;
 		handle_list(d, peer, &q, resp);
+		return;
+	}
+	if (strncmp(url, "/v1/gpus/", 9) == 0) {
+		size_t glen = strcspn(url + 9, "/");
+
+		/* GPU indices are small: reuse the id parser, 0 allowed. */
+		if (strcmp(url + 9 + glen, "/history") != 0 ||
+		    !(parse_id(url + 9, glen, &id) || (glen == 1 && url[9] == '0')))
+			goto not_found;
+		if (!get)
+			goto not_allowed;
+		if (!d)
+			goto unavailable;
+		handle_history(d, id > UINT32_MAX ? UINT32_MAX : (unsigned)id, &q, resp);
 		return;
 	}
 	if (strncmp(url, "/v1/jobs/", 9) != 0)

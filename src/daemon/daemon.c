@@ -69,6 +69,8 @@ struct cd_daemon {
 	struct slot *slots; /* what jobs are placed on */
 	size_t n_slots, cap_slots;
 	struct colloc_gpu_mig_instance *migs; /* scratch, MAX_MIG */
+	struct cd_gpu_sample *hist; /* n_gpus rings of CD_HISTORY_MAX */
+	size_t hist_next, hist_len; /* shared by all rings: one sample each */
 	struct run_stat *runs;
 	size_t n_runs, cap_runs;
 	char logs_dir[CD_PATH_MAX];
@@ -377,6 +379,23 @@ void cd_daemon_log(const struct cd_daemon *d, const char *line)
 {
 	if (d->log)
 		d->log(line);
+}
+
+int cd_daemon_gpu_history(const struct cd_daemon *d, unsigned index,
+			  struct cd_gpu_sample *out, size_t cap, size_t *n)
+{
+	size_t take, first;
+
+	if (index >= d->n_gpus)
+		return COLLOC_ENOTFOUND;
+	take = d->hist_len < cap ? d->hist_len : cap;
+	/* The ring's newest is just before hist_next; start take back. */
+	first = (d->hist_next + CD_HISTORY_MAX - take) % CD_HISTORY_MAX;
+	for (size_t k = 0; k < take; k++)
+		out[k] = d->hist[(size_t)index * CD_HISTORY_MAX +
+				 (first + k) % CD_HISTORY_MAX];
+	*n = take;
+	return 0;
 }
 
 size_t cd_daemon_slot_count(const struct cd_daemon *d)
@@ -830,6 +849,20 @@ static void sample(struct cd_daemon *d)
 			logf_(d, "GPU %u (%s) is back", g, d->info[g].uuid);
 	}
 	rebuild_slots(d);
+	for (unsigned g = 0; g < d->n_gpus; g++) {
+		struct cd_gpu_sample *h =
+			&d->hist[(size_t)g * CD_HISTORY_MAX + d->hist_next];
+
+		h->ts_ms = wall_ms();
+		h->mem_used_bytes = d->info[g].mem_used_bytes;
+		h->util_pct = d->info[g].util_pct;
+		h->sm_active = d->info[g].sm_active;
+		h->power_mw = d->info[g].power_mw;
+		h->up = d->gpu_ok[g];
+	}
+	d->hist_next = (d->hist_next + 1) % CD_HISTORY_MAX;
+	if (d->hist_len < CD_HISTORY_MAX)
+		d->hist_len++;
 	/* NVML reports host pids on the physical GPU (MIG instances
 	 * included); a job's processes share its supervisor's session. */
 	for (unsigned g = 0; g < d->n_gpus; g++) {
@@ -1364,7 +1397,9 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 	d->gpu_ok = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->gpu_ok));
 	d->procs = calloc(MAX_PROCS, sizeof(*d->procs));
 	d->migs = calloc(MAX_MIG, sizeof(*d->migs));
-	if (!d->info || !d->gpu_ok || !d->procs || !d->migs) {
+	d->hist = calloc((size_t)(d->n_gpus ? d->n_gpus : 1) * CD_HISTORY_MAX,
+			 sizeof(*d->hist));
+	if (!d->info || !d->gpu_ok || !d->procs || !d->migs || !d->hist) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1435,6 +1470,7 @@ void cd_daemon_destroy(struct cd_daemon *d)
 	free(d->gpu_ok);
 	free(d->procs);
 	free(d->migs);
+	free(d->hist);
 	free(d->slots);
 	free(d->runs);
 	free(d);

@@ -166,6 +166,26 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 /* Seconds since cd_daemon_create(). */
 double cd_daemon_uptime_s(const struct cd_daemon *d);
 
+/* One sample of one GPU in the monitor's history. */
+struct cd_gpu_sample {
+	int64_t ts_ms; /* wall clock */
+	uint64_t mem_used_bytes;
+	int util_pct; /* -1: absent */
+	double sm_active; /* -1: absent */
+	int64_t power_mw; /* -1: absent */
+	bool up; /* false: the GPU did not answer (figures are the last good) */
+};
+
+#define CD_HISTORY_MAX 3600 /* samples kept per GPU: an hour at 1 s */
+
+/*
+ * The monitor's history of GPU index, oldest first: copies up to cap of the
+ * most recent samples into out and sets *n. COLLOC_ENOTFOUND for a bad
+ * index.
+ */
+int cd_daemon_gpu_history(const struct cd_daemon *d, unsigned index,
+			  struct cd_gpu_sample *out, size_t cap, size_t *n);
+
 /* What jobs are placed on: whole GPUs, and the MIG instances of GPUs in
  * MIG mode, as of the last sample. */
 struct cd_slot_info {

@@ -146,6 +146,12 @@ check api-endpoint test "$(api basic GET /v2/x)" = 404
 head -c 1100000 /dev/zero | tr '\0' 'a' >"$T/big"
 check api-413 test "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/basic.sock" \
 	-X POST --data-binary "@$T/big" http://localhost/v1/jobs)" = 413
+check api-history test "$(api basic GET /v1/gpus/0/history)" = 200
+check api-history-samples grep -q '"samples":\[{"time":' "$T/api.out"
+check api-history-max test "$(api basic GET '/v1/gpus/0/history?max=1')" = 200
+check api-history-one test "$(grep -o '"time"' "$T/api.out" | wc -l)" = 1
+check api-history-404 test "$(api basic GET /v1/gpus/7/history)" = 404
+check api-history-bad test "$(api basic GET /v1/gpus/x/history)" = 404
 after=$(c basic queue --json | grep -o '"id"' | wc -l)
 check api-nothing-changed test "$before" = "$after"
 stop basic
