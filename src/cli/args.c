@@ -1,12 +1,15 @@
 /*
- * args.c — option parsing shared by the subcommands.
+ * args.c — option parsing and the small helpers shared by the subcommands
+ * (cli.h).
  */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
+#include "colloc/estimate.h"
 #include "colloc/units.h"
 
 void cli_error(const char *fmt, ...)
@@ -64,6 +67,63 @@ int cli_parse_dim(char *arg, struct cli_dims *d)
 	d->dims[d->n_dims].value = (int64_t)v;
 	d->n_dims++;
 	return 0;
+}
+
+int cli_parse_optimizer(const char *arg, struct colloc_estimate_opts *o)
+{
+	if ((o->optimizer = colloc_optimizer_parse(arg)) < 0) {
+		cli_error("--optimizer: '%s' is not one of sgd, momentum, adam, adamw, "
+			  "rmsprop, adagrad",
+			  arg);
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+int cli_parse_precision(const char *arg, struct colloc_estimate_opts *o)
+{
+	if ((o->precision = colloc_precision_parse(arg)) < 0) {
+		cli_error("--precision: '%s' is not one of fp32, amp-fp16, amp-bf16",
+			  arg);
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o)
+{
+	if ((o->loss = colloc_loss_parse(arg)) < 0) {
+		cli_error(
+			"--loss: '%s' is not one of cross-entropy, causal-lm, mse, none",
+			arg);
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+uint64_t cli_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const char *cli_fmt_elapsed(double s, char *buf, size_t len)
+{
+	unsigned long long t;
+
+	if (!(s >= 0) || s > 1e12) /* also catches NaN */
+		return "-";
+	t = (unsigned long long)s;
+	if (t >= 86400)
+		snprintf(buf, len, "%llu-%02llu:%02llu:%02llu", t / 86400, t / 3600 % 24,
+			 t / 60 % 60, t % 60);
+	else if (t >= 3600)
+		snprintf(buf, len, "%llu:%02llu:%02llu", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, len, "%llu:%02llu", t / 60, t % 60);
+	return buf;
 }
 
 cJSON *cli_json_u64(uint64_t v)

@@ -38,6 +38,43 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_parse_batch(const char *arg, struct cli_dims *d);
 int cli_parse_dim(char *arg, struct cli_dims *d);
 
+/* Parse --optimizer, --precision and --loss values into o; return 0 or
+ * CLI_USAGE after printing why. */
+struct colloc_estimate_opts;
+int cli_parse_optimizer(const char *arg, struct colloc_estimate_opts *o);
+int cli_parse_precision(const char *arg, struct colloc_estimate_opts *o);
+int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o);
+
+/*
+ * Estimating a MODEL, shared by `colloc estimate` and `colloc submit --model`
+ * so that both give the same figure (cmd_estimate.c). Each returns an exit
+ * status after printing why it failed, except cli_estimate_at(), which
+ * returns a colloc error code with diag set for cli_estimate_error().
+ */
+struct colloc_estimate;
+struct colloc_graph;
+struct colloc_platform;
+struct colloc_diag;
+/* The profile named name (NULL: the built-in one) into p; CLI_OK or CLI_USAGE. */
+int cli_platform_load(const char *name, struct colloc_platform *p);
+/* model (an .onnx file or a zoo name) into *g, which the caller destroys;
+ * CLI_OK or CLI_ERROR. */
+int cli_model_load(const char *model, struct colloc_graph **g);
+/* Infer g at batch with d's named dims, then estimate training under opts. */
+int cli_estimate_at(struct colloc_graph *g, const struct cli_dims *d, int64_t batch,
+		    const struct colloc_estimate_opts *opts, struct colloc_estimate *e,
+		    struct colloc_diag *diag);
+/* Print "MODEL: why" for cli_estimate_at()'s failure rc; CLI_USAGE when the
+ * command line could fix it (a dim left unbound), else CLI_ERROR. */
+int cli_estimate_error(const char *model, int rc, const struct colloc_diag *diag);
+
+/* Milliseconds of the monotonic clock (waits and refresh intervals). */
+uint64_t cli_mono_ms(void);
+
+/* Elapsed seconds s as squeue writes them: M:SS, H:MM:SS, D-HH:MM:SS, into
+ * buf; "-" (not buf) when s is negative, NaN or absurdly large. */
+const char *cli_fmt_elapsed(double s, char *buf, size_t len);
+
 /* Exact JSON integers (cJSON numbers are doubles, exact only to 2^53). */
 struct cJSON;
 struct cJSON *cli_json_u64(uint64_t v);

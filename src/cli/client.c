@@ -93,6 +93,27 @@ void cli_client_fini(struct cli_client *c)
 	c->curl = NULL;
 }
 
+int cli_client_open(struct cli_client *c, const char *socket_opt)
+{
+	char path[CLI_SOCKET_PATH_MAX + 64];
+	int rc = cli_socket_resolve(socket_opt, path, sizeof(path));
+
+	if (rc == 0)
+		rc = cli_client_init(c, path);
+	if (rc == -ENAMETOOLONG) {
+		cli_error(
+			"cannot reach collocd at %s: a socket path has at most %d bytes "
+			"(set --socket or COLLOC_SOCKET)",
+			path, CLI_SOCKET_PATH_MAX - 1);
+		return CLI_UNREACHABLE;
+	}
+	if (rc) {
+		cli_error("cannot start the HTTP client: out of memory");
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
 void cli_response_init(struct cli_response *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -338,6 +359,15 @@ int cli_url_escape(const char *s, char *buf, size_t len)
 		return -ENAMETOOLONG;
 	buf[k] = '\0';
 	return 0;
+}
+
+int cli_response_print(const struct cli_response *r)
+{
+	if (r->body_len && fwrite(r->body, 1, r->body_len, stdout) != r->body_len)
+		return CLI_ERROR;
+	if (!r->body_len || r->body[r->body_len - 1] != '\n')
+		putchar('\n');
+	return fflush(stdout) == 0 ? CLI_OK : CLI_ERROR;
 }
 
 cJSON *cli_response_json(const struct cli_response *r, const char *what)

@@ -9,9 +9,10 @@
  * Ownership: struct cli_client and struct cli_response are caller-owned
  * (_init/_fini). A response's body is heap memory owned by the response and
  * freed by cli_response_fini(), which also makes the response reusable.
- * cli_client_call() prints its failures as "colloc: error: ..." because it
- * is the CLI's policy for turning a transport or HTTP failure into an exit
- * status; cli_client_request() prints nothing.
+ * cli_client_open() and cli_client_call() print their failures as
+ * "colloc: error: ..." because they are the CLI's policy for turning a bad
+ * socket path, a transport or an HTTP failure into an exit status;
+ * cli_client_init() and cli_client_request() print nothing.
  */
 #ifndef COLLOC_CLI_CLIENT_H
 #define COLLOC_CLI_CLIENT_H
@@ -79,6 +80,14 @@ int cli_client_init(struct cli_client *c, const char *socket_path);
 /* Release the client; a zeroed client is fine. */
 void cli_client_fini(struct cli_client *c);
 
+/*
+ * The CLI's policy for starting a client: cli_socket_resolve(socket_opt)
+ * then cli_client_init(). Returns CLI_OK; otherwise prints why and returns
+ * CLI_UNREACHABLE (the path does not fit in a socket address) or CLI_ERROR
+ * (out of memory), with nothing to fini.
+ */
+int cli_client_open(struct cli_client *c, const char *socket_opt);
+
 void cli_response_init(struct cli_response *r);
 void cli_response_fini(struct cli_response *r);
 
@@ -110,6 +119,10 @@ int cli_client_call(struct cli_client *c, const char *method, const char *path,
  * characters and ',' pass). Returns 0, or -ENAMETOOLONG when it does not fit.
  */
 int cli_url_escape(const char *s, char *buf, size_t len);
+
+/* Print r's body to stdout as it came, ending in one newline (what --json
+ * prints). Returns CLI_OK, or CLI_ERROR when stdout could not be written. */
+int cli_response_print(const struct cli_response *r);
 
 /* The body parsed as JSON, or NULL (then prints why, prefixed by what). The
  * caller owns the result (cJSON_Delete). */

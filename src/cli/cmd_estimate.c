@@ -174,16 +174,57 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 	}
 }
 
-/* Infer g at batch and estimate; diag explains failures. */
-static int estimate_at(struct colloc_graph *g, struct est_args *a, int64_t batch,
-		       struct colloc_estimate *e, struct colloc_diag *diag)
+int cli_platform_load(const char *name, struct colloc_platform *p)
 {
-	struct colloc_bind_opts bind = {batch, a->dims.dims, a->dims.n_dims};
+	struct colloc_diag diag = {{0}};
+
+	if (!name) {
+		colloc_platform_default(p);
+		return CLI_OK;
+	}
+	if (colloc_platform_load(name, p, &diag)) {
+		cli_error("%s", diag.msg);
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
+int cli_model_load(const char *model, struct colloc_graph **g)
+{
+	struct colloc_diag diag = {{0}};
+	char path[4096];
+
+	if (colloc_zoo_resolve(model, path, sizeof(path), &diag) ||
+	    colloc_onnx_load_file(path, NULL, g, &diag)) {
+		cli_error("%s", diag.msg);
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
+int cli_estimate_at(struct colloc_graph *g, const struct cli_dims *d, int64_t batch,
+		    const struct colloc_estimate_opts *opts, struct colloc_estimate *e,
+		    struct colloc_diag *diag)
+{
+	struct colloc_bind_opts bind = {batch, d->dims, d->n_dims};
 	int rc = colloc_graph_infer(g, &bind, diag);
 
 	if (rc)
 		return rc;
-	return colloc_estimate_run(g, &a->opts, e, diag);
+	return colloc_estimate_run(g, opts, e, diag);
+}
+
+int cli_estimate_error(const char *model, int rc, const struct colloc_diag *diag)
+{
+	cli_error("%s: %s", model, diag->msg);
+	return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE : CLI_ERROR;
+}
+
+/* Infer g at batch and estimate; diag explains failures. */
+static int estimate_at(struct colloc_graph *g, struct est_args *a, int64_t batch,
+		       struct colloc_estimate *e, struct colloc_diag *diag)
+{
+	return cli_estimate_at(g, &a->dims, batch, &a->opts, e, diag);
 }
 
 static int list_platforms(void)
@@ -233,7 +274,6 @@ int cmd_estimate(int argc, char **argv)
 	struct colloc_diag diag = {{0}};
 	struct colloc_graph *g = NULL;
 	struct colloc_estimate e;
-	char path[4096];
 	const char *platform = NULL;
 	uint64_t v;
 	int c, rc;
@@ -253,29 +293,16 @@ int cmd_estimate(int argc, char **argv)
 				return CLI_USAGE;
 			break;
 		case 'o':
-			if ((a.opts.optimizer = colloc_optimizer_parse(optarg)) < 0) {
-				cli_error("--optimizer: '%s' is not one of sgd, "
-					  "momentum, adam, "
-					  "adamw, rmsprop, adagrad",
-					  optarg);
+			if (cli_parse_optimizer(optarg, &a.opts))
 				return CLI_USAGE;
-			}
 			break;
 		case 'p':
-			if ((a.opts.precision = colloc_precision_parse(optarg)) < 0) {
-				cli_error("--precision: '%s' is not one of fp32, "
-					  "amp-fp16, amp-bf16",
-					  optarg);
+			if (cli_parse_precision(optarg, &a.opts))
 				return CLI_USAGE;
-			}
 			break;
 		case 'L':
-			if ((a.opts.loss = colloc_loss_parse(optarg)) < 0) {
-				cli_error("--loss: '%s' is not one of cross-entropy, "
-					  "mse, none",
-					  optarg);
+			if (cli_parse_loss(optarg, &a.opts))
 				return CLI_USAGE;
-			}
 			break;
 		case 'P':
 			platform = optarg;
@@ -333,14 +360,8 @@ int cmd_estimate(int argc, char **argv)
 			optind < argc ? argv[optind + 1] : "");
 		return CLI_USAGE;
 	}
-	if (platform) {
-		if (colloc_platform_load(platform, &a.plat, &diag)) {
-			cli_error("%s", diag.msg);
-			return CLI_USAGE;
-		}
-	} else {
-		colloc_platform_default(&a.plat);
-	}
+	if ((rc = cli_platform_load(platform, &a.plat)))
+		return rc;
 	a.opts.platform = &a.plat;
 	if (a.max_batch && !a.opts.gpu_memory_bytes)
 		a.opts.gpu_memory_bytes = a.plat.gpu_memory_bytes;
@@ -353,14 +374,8 @@ int cmd_estimate(int argc, char **argv)
 		cli_error("estimate: --batch N is required (or --max-batch)");
 		return CLI_USAGE;
 	}
-	if (colloc_zoo_resolve(argv[optind], path, sizeof(path), &diag)) {
-		cli_error("%s", diag.msg);
-		return CLI_ERROR;
-	}
-	if ((rc = colloc_onnx_load_file(path, NULL, &g, &diag))) {
-		cli_error("%s", diag.msg);
-		return CLI_ERROR;
-	}
+	if ((rc = cli_model_load(argv[optind], &g)))
+		return rc;
 	if (a.max_batch) {
 		/* Peak memory grows with the batch: double, then bisect. */
 		int64_t lo = 0, hi = 1;
@@ -388,10 +403,8 @@ int cmd_estimate(int argc, char **argv)
 		if (!rc && lo > 0)
 			rc = estimate_at(g, &a, lo, &e, &diag);
 		if (rc) {
-			cli_error("%s: %s", argv[optind], diag.msg);
 			colloc_graph_destroy(g);
-			return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE
-									    : CLI_ERROR;
+			return cli_estimate_error(argv[optind], rc, &diag);
 		}
 		if (a.json) {
 			char b[32];
@@ -425,10 +438,8 @@ int cmd_estimate(int argc, char **argv)
 	}
 	rc = estimate_at(g, &a, a.dims.batch, &e, &diag);
 	if (rc) {
-		cli_error("%s: %s", argv[optind], diag.msg);
 		colloc_graph_destroy(g);
-		return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE
-								    : CLI_ERROR;
+		return cli_estimate_error(argv[optind], rc, &diag);
 	}
 	if (a.json)
 		rc = print_json(argv[optind], a.dims.batch, &a, &e);

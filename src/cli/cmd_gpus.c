@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/json_get.h"
 #include "colloc/gpu.h"
 #include "colloc/units.h"
 
@@ -44,30 +45,11 @@ static const char gpus_usage[] =
 	"refused, 2 invalid command line, 3 collocd (given by --socket or\n"
 	"COLLOC_SOCKET) could not be reached.\n";
 
-static bool jnum(const cJSON *o, const char *key, double *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-		return false;
-	*out = v->valuedouble;
-	return true;
-}
-
-/* The array under key, or NULL (never another type: ArrayForEach would walk
- * an object's members). */
-static const cJSON *jarray(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsArray(v) ? v : NULL;
-}
-
 static const char *jbytes(const cJSON *o, const char *key, char *buf, size_t len)
 {
 	double d;
 
-	if (!jnum(o, key, &d) || d < 0 || d >= 18446744073709551616.0)
+	if (!cli_jnum(o, key, &d) || d < 0 || d >= 18446744073709551616.0)
 		return "-";
 	return colloc_format_bytes((uint64_t)d, buf, len);
 }
@@ -75,36 +57,34 @@ static const char *jbytes(const cJSON *o, const char *key, char *buf, size_t len
 /* collocd's GET /v1/gpus as a table; missing fields print as "-". */
 static void print_daemon_gpus(const cJSON *root)
 {
-	const cJSON *gpus = jarray(root, "gpus"), *g;
+	const cJSON *gpus = cli_jarray(root, "gpus"), *g;
 	int k = 0;
 
 	printf("%-3s %-42s %-20s %21s %10s %5s %8s  %s\n", "#", "uuid", "name",
 	       "memory used/total", "reserved", "util", "power", "jobs");
 	cJSON_ArrayForEach(g, gpus)
 	{
-		const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(g, "uuid");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(g, "name");
-		const cJSON *jobs = jarray(g, "jobs"), *j;
+		const char *uuid = cli_jstr(g, "uuid");
+		const char *name = cli_jstr(g, "name");
+		const cJSON *jobs = cli_jarray(g, "jobs"), *j;
 		char b1[32], b2[32], b3[32], idx[16];
 		double d;
 		bool first = true;
 
-		if (jnum(g, "index", &d) && d >= 0 && d < 1e6)
+		if (cli_jnum(g, "index", &d) && d >= 0 && d < 1e6)
 			snprintf(idx, sizeof(idx), "%.0f", d);
 		else
 			snprintf(idx, sizeof(idx), "%d", k);
 		k++;
-		printf("%-3s %-42.42s %-20.20s %10s/%-10s %10s", idx,
-		       cJSON_IsString(uuid) ? uuid->valuestring : "-",
-		       cJSON_IsString(name) ? name->valuestring : "-",
-		       jbytes(g, "mem_used_bytes", b1, sizeof(b1)),
+		printf("%-3s %-42.42s %-20.20s %10s/%-10s %10s", idx, uuid ? uuid : "-",
+		       name ? name : "-", jbytes(g, "mem_used_bytes", b1, sizeof(b1)),
 		       jbytes(g, "mem_total_bytes", b2, sizeof(b2)),
 		       jbytes(g, "mem_reserved_bytes", b3, sizeof(b3)));
-		if (jnum(g, "util_pct", &d))
+		if (cli_jnum(g, "util_pct", &d))
 			printf(" %4.0f%%", d);
 		else
 			printf(" %5s", "-");
-		if (jnum(g, "power_mw", &d))
+		if (cli_jnum(g, "power_mw", &d))
 			printf(" %6.0f W ", d / 1000.0);
 		else
 			printf(" %8s ", "-");
@@ -129,21 +109,20 @@ static void print_daemon_gpus(const cJSON *root)
  */
 static int daemon_gpus(const char *socket_opt, bool json)
 {
-	char path[CLI_SOCKET_PATH_MAX + 64];
 	struct cli_client c;
 	struct cli_response r;
 	bool named = cli_socket_is_explicit(socket_opt);
 	int rc;
 
-	if (cli_socket_resolve(socket_opt, path, sizeof(path)) ||
-	    cli_client_init(&c, path)) {
-		if (!named)
+	if (!named) {
+		char path[CLI_SOCKET_PATH_MAX + 64];
+
+		/* A default path that cannot be used is no daemon either. */
+		if (cli_socket_resolve(socket_opt, path, sizeof(path)) ||
+		    cli_client_init(&c, path))
 			return -1;
-		cli_error(
-			"cannot reach collocd at %s: a socket path has at most %d bytes "
-			"(set --socket or COLLOC_SOCKET)",
-			path, CLI_SOCKET_PATH_MAX - 1);
-		return CLI_UNREACHABLE;
+	} else if ((rc = cli_client_open(&c, socket_opt))) {
+		return rc;
 	}
 	cli_response_init(&r);
 	rc = cli_client_request(&c, "GET", "/v1/gpus", NULL, &r);
@@ -158,10 +137,7 @@ static int daemon_gpus(const char *socket_opt, bool json)
 		if (!root) {
 			rc = CLI_ERROR;
 		} else if (json) {
-			if (fwrite(r.body, 1, r.body_len, stdout) != r.body_len)
-				rc = CLI_ERROR;
-			if (r.body[r.body_len - 1] != '\n')
-				putchar('\n');
+			rc = cli_response_print(&r);
 		} else {
 			print_daemon_gpus(root);
 		}

@@ -25,11 +25,9 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/json_get.h"
 #include "colloc/estimate.h"
-#include "colloc/onnx.h"
-#include "colloc/platform.h"
 #include "colloc/units.h"
-#include "colloc/zoo.h"
 
 extern char **environ;
 
@@ -50,27 +48,6 @@ extern char **environ;
 
 /* ---------------------------------------------------------------------- */
 /* Small helpers                                                          */
-
-static int open_client(const char *socket_opt, struct cli_client *c)
-{
-	char path[CLI_SOCKET_PATH_MAX + 64];
-	int rc = cli_socket_resolve(socket_opt, path, sizeof(path));
-
-	if (rc == 0)
-		rc = cli_client_init(c, path);
-	if (rc == -ENAMETOOLONG) {
-		cli_error(
-			"cannot reach collocd at %s: a socket path has at most %d bytes "
-			"(set --socket or COLLOC_SOCKET)",
-			path, CLI_SOCKET_PATH_MAX - 1);
-		return CLI_UNREACHABLE;
-	}
-	if (rc) {
-		cli_error("cannot start the HTTP client: out of memory");
-		return CLI_ERROR;
-	}
-	return CLI_OK;
-}
 
 static int parse_job_id(const char *s, uint64_t *id)
 {
@@ -97,30 +74,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void sleep_ms(uint64_t ms)
 {
 	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
-}
-
-/* Print the body as it came, ending in one newline. */
-static int print_body(const struct cli_response *r)
-{
-	if (r->body_len && fwrite(r->body, 1, r->body_len, stdout) != r->body_len)
-		return CLI_ERROR;
-	if (!r->body_len || r->body[r->body_len - 1] != '\n')
-		putchar('\n');
-	return fflush(stdout) == 0 ? CLI_OK : CLI_ERROR;
 }
 
 static bool state_final(const char *s)
@@ -131,58 +90,11 @@ static bool state_final(const char *s)
 
 /* --- lenient JSON reading ---------------------------------------------- */
 
-static const char *jstr(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* The array under key, or NULL (never another type: ArrayForEach would walk
- * an object's members). */
-static const cJSON *jarray(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsArray(v) ? v : NULL;
-}
-
-static bool jnum(const cJSON *o, const char *key, double *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-		return false;
-	*out = v->valuedouble;
-	return true;
-}
-
-/* A non-negative integral number that fits in 64 bits. */
-static bool ju64(const cJSON *o, const char *key, uint64_t *out)
-{
-	double d;
-
-	if (!jnum(o, key, &d) || d < 0 || d >= 18446744073709551616.0 || d != floor(d))
-		return false;
-	*out = (uint64_t)d;
-	return true;
-}
-
-static bool jint(const cJSON *o, const char *key, long long *out)
-{
-	double d;
-
-	if (!jnum(o, key, &d) || d < -9.0e18 || d > 9.0e18 || d != floor(d))
-		return false;
-	*out = (long long)d;
-	return true;
-}
-
 static const char *fmt_u64(const cJSON *o, const char *key, char *buf, size_t len)
 {
 	uint64_t v;
 
-	if (!ju64(o, key, &v))
+	if (!cli_ju64(o, key, &v))
 		return "-";
 	snprintf(buf, len, "%llu", (unsigned long long)v);
 	return buf;
@@ -192,7 +104,7 @@ static const char *fmt_int(const cJSON *o, const char *key, char *buf, size_t le
 {
 	long long v;
 
-	if (!jint(o, key, &v))
+	if (!cli_jint(o, key, &v))
 		return "-";
 	snprintf(buf, len, "%lld", v);
 	return buf;
@@ -202,7 +114,7 @@ static const char *fmt_size(const cJSON *o, const char *key, char *buf, size_t l
 {
 	uint64_t v;
 
-	return ju64(o, key, &v) ? colloc_format_bytes(v, buf, len) : "-";
+	return cli_ju64(o, key, &v) ? colloc_format_bytes(v, buf, len) : "-";
 }
 
 /* A 0..1 fraction as a percentage. */
@@ -210,27 +122,9 @@ static const char *fmt_frac(const cJSON *o, const char *key, char *buf, size_t l
 {
 	double v;
 
-	if (!jnum(o, key, &v))
+	if (!cli_jnum(o, key, &v))
 		return "-";
 	snprintf(buf, len, "%.0f%%", v * 100.0);
-	return buf;
-}
-
-/* Elapsed seconds as squeue writes them: M:SS, H:MM:SS, D-HH:MM:SS. */
-static const char *fmt_elapsed(double s, char *buf, size_t len)
-{
-	unsigned long long t;
-
-	if (!(s >= 0) || s > 1e12) /* also catches NaN */
-		return "-";
-	t = (unsigned long long)s;
-	if (t >= 86400)
-		snprintf(buf, len, "%llu-%02llu:%02llu:%02llu", t / 86400, t / 3600 % 24,
-			 t / 60 % 60, t % 60);
-	else if (t >= 3600)
-		snprintf(buf, len, "%llu:%02llu:%02llu", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, len, "%llu:%02llu", t / 60, t % 60);
 	return buf;
 }
 
@@ -240,7 +134,7 @@ static const char *fmt_time(const cJSON *o, const char *key, char *buf, size_t l
 	time_t t;
 	struct tm tm;
 
-	if (!jnum(o, key, &v) || v < 0 || v > 1e12)
+	if (!cli_jnum(o, key, &v) || v < 0 || v > 1e12)
 		return "-";
 	t = (time_t)v;
 	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
@@ -285,9 +179,9 @@ static const char *fmt_outcome(const cJSON *job, char *buf, size_t len)
 {
 	long long code, sig;
 
-	if (jint(job, "signal", &sig))
+	if (cli_jint(job, "signal", &sig))
 		snprintf(buf, len, "signal %lld", sig);
-	else if (jint(job, "exit_code", &code))
+	else if (cli_jint(job, "exit_code", &code))
 		snprintf(buf, len, "exit %lld", code);
 	else
 		snprintf(buf, len, "-");
@@ -356,7 +250,7 @@ struct submit_args {
 
 /*
  * The peak device memory `colloc estimate MODEL --batch N ...` prints, from
- * the same library calls in the same order (cmd_estimate.c: estimate_at()).
+ * the same helpers in the same order (cli.h, cmd_estimate.c).
  * Returns CLI_OK, or an exit status after printing why.
  */
 static int estimate_need(const struct submit_args *a, uint64_t *bytes)
@@ -366,33 +260,17 @@ static int estimate_need(const struct submit_args *a, uint64_t *bytes)
 	struct colloc_graph *g = NULL;
 	struct colloc_estimate e;
 	struct colloc_estimate_opts opts = a->opts;
-	struct colloc_bind_opts bind = {a->dims.batch, a->dims.dims, a->dims.n_dims};
-	char path[4096];
 	int rc;
 
-	if (a->platform) {
-		if (colloc_platform_load(a->platform, &plat, &diag)) {
-			cli_error("%s", diag.msg);
-			return CLI_USAGE;
-		}
-	} else {
-		colloc_platform_default(&plat);
-	}
+	if ((rc = cli_platform_load(a->platform, &plat)))
+		return rc;
 	opts.platform = &plat;
-	if (colloc_zoo_resolve(a->model, path, sizeof(path), &diag) ||
-	    colloc_onnx_load_file(path, NULL, &g, &diag)) {
-		cli_error("%s", diag.msg);
-		return CLI_ERROR;
-	}
-	rc = colloc_graph_infer(g, &bind, &diag);
-	if (!rc)
-		rc = colloc_estimate_run(g, &opts, &e, &diag);
+	if ((rc = cli_model_load(a->model, &g)))
+		return rc;
+	rc = cli_estimate_at(g, &a->dims, a->dims.batch, &opts, &e, &diag);
 	colloc_graph_destroy(g);
-	if (rc) {
-		cli_error("%s: %s", a->model, diag.msg);
-		return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE
-								    : CLI_ERROR;
-	}
+	if (rc)
+		return cli_estimate_error(a->model, rc, &diag);
 	*bytes = e.peak_device_bytes;
 	return CLI_OK;
 }
@@ -510,32 +388,18 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 			model_opt = true;
 			break;
 		case 'o':
-			if ((a->opts.optimizer = colloc_optimizer_parse(optarg)) < 0) {
-				cli_error(
-					"--optimizer: '%s' is not one of sgd, momentum, "
-					"adam, adamw, rmsprop, adagrad",
-					optarg);
+			if (cli_parse_optimizer(optarg, &a->opts))
 				return CLI_USAGE;
-			}
 			a->have_optimizer = model_opt = true;
 			break;
 		case 'p':
-			if ((a->opts.precision = colloc_precision_parse(optarg)) < 0) {
-				cli_error(
-					"--precision: '%s' is not one of fp32, amp-fp16, "
-					"amp-bf16",
-					optarg);
+			if (cli_parse_precision(optarg, &a->opts))
 				return CLI_USAGE;
-			}
 			a->have_precision = model_opt = true;
 			break;
 		case 'L':
-			if ((a->opts.loss = colloc_loss_parse(optarg)) < 0) {
-				cli_error("--loss: '%s' is not one of cross-entropy, "
-					  "causal-lm, mse, none",
-					  optarg);
+			if (cli_parse_loss(optarg, &a->opts))
 				return CLI_USAGE;
-			}
 			a->have_loss = model_opt = true;
 			break;
 		case 'P':
@@ -709,7 +573,7 @@ int cmd_submit(int argc, char **argv)
 	body = submit_body(&a, argc - optind, argv + optind, a.model ? model : NULL);
 	if (!body)
 		return CLI_ERROR;
-	if ((rc = open_client(a.socket, &c))) {
+	if ((rc = cli_client_open(&c, a.socket))) {
 		free(body);
 		return rc;
 	}
@@ -718,11 +582,11 @@ int cmd_submit(int argc, char **argv)
 	free(body);
 	if (rc == CLI_OK && a.json) {
 		job = cli_response_json(&r, "submit");
-		rc = job ? print_body(&r) : CLI_ERROR;
+		rc = job ? cli_response_print(&r) : CLI_ERROR;
 		cJSON_Delete(job);
 	} else if (rc == CLI_OK) {
 		job = cli_response_json(&r, "submit");
-		if (job && ju64(job, "id", &id))
+		if (job && cli_ju64(job, "id", &id))
 			printf("submitted job %llu\n", (unsigned long long)id);
 		else if (job)
 			printf("submitted job -\n");
@@ -819,7 +683,7 @@ int cmd_queue(int argc, char **argv)
 		return CLI_USAGE; /* cannot happen: esc is smaller than path's room */
 	if (states)
 		memcpy(path + strlen(path), esc, strlen(esc) + 1);
-	if ((rc = open_client(socket, &c)))
+	if ((rc = cli_client_open(&c, socket)))
 		return rc;
 	cli_response_init(&r);
 	rc = cli_client_call(&c, "GET", path, NULL, &r, NULL);
@@ -827,40 +691,41 @@ int cmd_queue(int argc, char **argv)
 	if (rc == CLI_OK && !root)
 		rc = CLI_ERROR;
 	if (rc == CLI_OK && json) {
-		rc = print_body(&r);
+		rc = cli_response_print(&r);
 		goto out;
 	}
 	if (rc != CLI_OK)
 		goto out;
-	jobs = jarray(root, "jobs");
+	jobs = cli_jarray(root, "jobs");
 	printf("%6s %-16s %-10s %-9s %4s %10s %8s %11s  %s\n", "ID", "NAME", "USER",
 	       "STATE", "GPUS", "MEM", "ATTEMPTS", "TIME", "REASON");
 	cJSON_ArrayForEach(job, jobs)
 	{
 		char id[24], name[64], user[64], st[16], gp[24], mem[32], att[24], el[32],
 			reason[64];
-		const char *state = jstr(job, "state");
+		const char *state = cli_jstr(job, "state");
 		double t0 = NAN, t1 = now;
 
 		if (!cJSON_IsObject(job))
 			continue;
 		if (state && strcmp(state, "queued") == 0) {
-			jnum(job, "submit_time", &t0);
+			cli_jnum(job, "submit_time", &t0);
 		} else if (state && strcmp(state, "running") == 0) {
-			jnum(job, "start_time", &t0);
-		} else if (!jnum(job, "start_time", &t0) || !jnum(job, "end_time", &t1)) {
+			cli_jnum(job, "start_time", &t0);
+		} else if (!cli_jnum(job, "start_time", &t0) ||
+			   !cli_jnum(job, "end_time", &t1)) {
 			t0 = NAN;
 		}
-		why = jstr(job, "reason");
+		why = cli_jstr(job, "reason");
 		printf("%6s %-16s %-10s %-9s %4s %10s %8s %11s  %s\n",
 		       fmt_u64(job, "id", id, sizeof(id)),
-		       clean(jstr(job, "name"), name, sizeof(name), 16),
-		       clean(jstr(job, "user"), user, sizeof(user), 10),
+		       clean(cli_jstr(job, "name"), name, sizeof(name), 16),
+		       clean(cli_jstr(job, "user"), user, sizeof(user), 10),
 		       clean(state, st, sizeof(st), 9),
 		       fmt_u64(job, "n_gpus", gp, sizeof(gp)),
 		       fmt_size(job, "mem_need_bytes", mem, sizeof(mem)),
 		       fmt_u64(job, "attempts", att, sizeof(att)),
-		       fmt_elapsed(t1 - t0, el, sizeof(el)),
+		       cli_fmt_elapsed(t1 - t0, el, sizeof(el)),
 		       why && *why ? clean(why, reason, sizeof(reason), 48) : "");
 	}
 out:
@@ -939,30 +804,34 @@ static void put_list(const cJSON *arr, bool words)
 static void show_human(const cJSON *job)
 {
 	char b1[64], b2[64], text[600];
-	const cJSON *ev, *events = jarray(job, "events");
+	const cJSON *ev, *events = cli_jarray(job, "events");
 	const cJSON *env = cJSON_GetObjectItemCaseSensitive(job, "env");
-	const char *state = jstr(job, "state");
+	const char *state = cli_jstr(job, "state");
 	double t0, t1;
 
 	printf("id:          %s\n", fmt_u64(job, "id", b1, sizeof(b1)));
-	printf("name:        %s\n", clean(jstr(job, "name"), text, sizeof(text), 200));
-	printf("user:        %s (uid %s)\n", clean(jstr(job, "user"), b2, sizeof(b2), 60),
+	printf("name:        %s\n",
+	       clean(cli_jstr(job, "name"), text, sizeof(text), 200));
+	printf("user:        %s (uid %s)\n",
+	       clean(cli_jstr(job, "user"), b2, sizeof(b2), 60),
 	       fmt_u64(job, "uid", b1, sizeof(b1)));
 	printf("state:       %s\n", clean(state, b1, sizeof(b1), 20));
 	if (state_final(state))
 		printf("ended with:  %s\n", fmt_outcome(job, b1, sizeof(b1)));
-	printf("reason:      %s\n", clean(jstr(job, "reason"), text, sizeof(text), 500));
+	printf("reason:      %s\n",
+	       clean(cli_jstr(job, "reason"), text, sizeof(text), 500));
 	printf("gpus:        %s", fmt_u64(job, "n_gpus", b1, sizeof(b1)));
-	if (jarray(job, "gpus") && cJSON_GetArraySize(jarray(job, "gpus")) > 0) {
+	if (cli_jarray(job, "gpus") && cJSON_GetArraySize(cli_jarray(job, "gpus")) > 0) {
 		fputs(" on ", stdout);
-		put_list(jarray(job, "gpus"), false);
+		put_list(cli_jarray(job, "gpus"), false);
 	}
 	putchar('\n');
 	printf("attempts:    %s\n", fmt_u64(job, "attempts", b1, sizeof(b1)));
 	printf("memory need: %s per GPU (%s)\n",
 	       fmt_size(job, "mem_need_bytes", b1, sizeof(b1)),
-	       clean(jstr(job, "mem_source"), b2, sizeof(b2), 20));
-	printf("model:       %s\n", clean(jstr(job, "model"), text, sizeof(text), 511));
+	       clean(cli_jstr(job, "mem_source"), b2, sizeof(b2), 20));
+	printf("model:       %s\n",
+	       clean(cli_jstr(job, "model"), text, sizeof(text), 511));
 	printf("util pred:   %s\n", fmt_frac(job, "util_pred", b1, sizeof(b1)));
 	printf("priority:    %s\n", fmt_int(job, "priority", b1, sizeof(b1)));
 	printf("exclusive:   %s\n",
@@ -973,12 +842,12 @@ static void show_human(const cJSON *job)
 	printf("submitted:   %s\n", fmt_time(job, "submit_time", b1, sizeof(b1)));
 	printf("started:     %s\n", fmt_time(job, "start_time", b1, sizeof(b1)));
 	printf("ended:       %s\n", fmt_time(job, "end_time", b1, sizeof(b1)));
-	if (jnum(job, "start_time", &t0)) {
-		if (!jnum(job, "end_time", &t1))
+	if (cli_jnum(job, "start_time", &t0)) {
+		if (!cli_jnum(job, "end_time", &t1))
 			t1 = now_s();
-		printf("runtime:     %s\n", fmt_elapsed(t1 - t0, b2, sizeof(b2)));
+		printf("runtime:     %s\n", cli_fmt_elapsed(t1 - t0, b2, sizeof(b2)));
 	}
-	printf("cwd:         %s\n", clean(jstr(job, "cwd"), text, sizeof(text), 500));
+	printf("cwd:         %s\n", clean(cli_jstr(job, "cwd"), text, sizeof(text), 500));
 	printf("command:     ");
 	put_list(cJSON_GetObjectItemCaseSensitive(job, "argv"), true);
 	putchar('\n');
@@ -994,14 +863,14 @@ static void show_human(const cJSON *job)
 		double t;
 		char ms[8] = "";
 
-		if (jnum(ev, "time", &t) && t >= 0)
+		if (cli_jnum(ev, "time", &t) && t >= 0)
 			snprintf(ms, sizeof(ms), ".%03d",
 				 (int)((t - floor(t)) * 1000.0) % 1000);
 		const char *when = fmt_time(ev, "time", b1, sizeof(b1));
 
 		printf("  %s%s  %-10s %s\n", when, when == b1 ? ms : "",
-		       clean(jstr(ev, "kind"), b2, sizeof(b2), 20),
-		       clean(jstr(ev, "message"), text, sizeof(text), 500));
+		       clean(cli_jstr(ev, "kind"), b2, sizeof(b2), 20),
+		       clean(cli_jstr(ev, "message"), text, sizeof(text), 500));
 	}
 }
 
@@ -1113,7 +982,7 @@ int cmd_show(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	snprintf(path, sizeof(path), "/v1/jobs/%llu", (unsigned long long)a.ids[0]);
 	free(a.ids);
-	if ((rc = open_client(a.socket, &c)))
+	if ((rc = cli_client_open(&c, a.socket)))
 		return rc;
 	cli_response_init(&r);
 	rc = cli_client_call(&c, "GET", path, NULL, &r, NULL);
@@ -1121,7 +990,7 @@ int cmd_show(int argc, char **argv)
 		rc = CLI_ERROR;
 	if (rc == CLI_OK) {
 		if (a.json)
-			rc = print_body(&r);
+			rc = cli_response_print(&r);
 		else
 			show_human(job);
 	}
@@ -1156,7 +1025,7 @@ int cmd_cancel(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
-	if ((rc = open_client(a.socket, &c))) {
+	if ((rc = cli_client_open(&c, a.socket))) {
 		free(a.ids);
 		return rc;
 	}
@@ -1215,8 +1084,8 @@ static int job_state(struct cli_client *c, uint64_t id, char *buf, size_t len)
 	cli_response_init(&r);
 	rc = cli_client_call(c, "GET", path, NULL, &r, NULL);
 	if (rc == CLI_OK && (job = cli_response_json(&r, "logs"))) {
-		if (jstr(job, "state"))
-			snprintf(buf, len, "%s", jstr(job, "state"));
+		if (cli_jstr(job, "state"))
+			snprintf(buf, len, "%s", cli_jstr(job, "state"));
 		cJSON_Delete(job);
 	}
 	cli_response_fini(&r);
@@ -1234,7 +1103,7 @@ int cmd_logs(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
-	if ((rc = open_client(a.socket, &c))) {
+	if ((rc = cli_client_open(&c, a.socket))) {
 		free(a.ids);
 		return rc;
 	}
@@ -1313,16 +1182,16 @@ static const char wait_usage[] =
 /* The exit status `wait` gives for one ended job (see wait_usage). */
 static int job_exit_status(const cJSON *job)
 {
-	const char *state = jstr(job, "state");
+	const char *state = cli_jstr(job, "state");
 	long long code, sig;
 
 	if (state && strcmp(state, "done") == 0)
 		return CLI_OK;
 	if (!state || strcmp(state, "failed") != 0)
 		return CLI_ERROR;
-	if (jint(job, "exit_code", &code) && code >= 1 && code <= 255)
+	if (cli_jint(job, "exit_code", &code) && code >= 1 && code <= 255)
 		return (int)code;
-	if (jint(job, "signal", &sig) && sig >= 1 && sig <= 127)
+	if (cli_jint(job, "signal", &sig) && sig >= 1 && sig <= 127)
 		return 128 + (int)sig;
 	return CLI_ERROR;
 }
@@ -1330,11 +1199,11 @@ static int job_exit_status(const cJSON *job)
 static void print_ended(uint64_t id, const cJSON *job)
 {
 	char st[24], out[48];
-	const char *why = jstr(job, "reason");
+	const char *why = cli_jstr(job, "reason");
 
 	fmt_outcome(job, out, sizeof(out));
 	printf("job %llu %s", (unsigned long long)id,
-	       clean(jstr(job, "state"), st, sizeof(st), 20));
+	       clean(cli_jstr(job, "state"), st, sizeof(st), 20));
 	if (strcmp(out, "-") != 0 && strcmp(out, "exit 0") != 0)
 		printf(" (%s)", out);
 	if (why && *why) {
@@ -1374,7 +1243,7 @@ int cmd_wait(int argc, char **argv)
 	struct cli_response r;
 	char **bodies;
 	bool *ended;
-	uint64_t start = mono_ms(), interval = WAIT_FIRST_MS;
+	uint64_t start = cli_mono_ms(), interval = WAIT_FIRST_MS;
 	int left, status = CLI_OK,
 		  rc = parse_job_args(argc, argv, "wait", wait_usage, "jt", 4096, &a);
 
@@ -1387,7 +1256,7 @@ int cmd_wait(int argc, char **argv)
 		rc = CLI_ERROR;
 		goto out_free;
 	}
-	if ((rc = open_client(a.socket, &c)))
+	if ((rc = cli_client_open(&c, a.socket)))
 		goto out_free;
 	cli_response_init(&r);
 	left = a.n_ids;
@@ -1414,7 +1283,7 @@ int cmd_wait(int argc, char **argv)
 			bodies[k] = r.body; /* NUL-terminated; now ours */
 			r.body = NULL;
 			r.body_len = r.body_cap = 0;
-			if (state_final(jstr(job, "state"))) {
+			if (state_final(cli_jstr(job, "state"))) {
 				int st = job_exit_status(job);
 
 				ended[k] = true;
@@ -1428,7 +1297,7 @@ int cmd_wait(int argc, char **argv)
 		}
 		if (rc != CLI_OK || left == 0)
 			break;
-		elapsed = mono_ms() - start;
+		elapsed = cli_mono_ms() - start;
 		if (a.have_timeout && elapsed >= a.timeout_ms) {
 			for (int k = 0; k < a.n_ids; k++)
 				if (!ended[k]) {
@@ -1527,14 +1396,14 @@ int cmd_stats(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if ((rc = open_client(socket, &c)))
+	if ((rc = cli_client_open(&c, socket)))
 		return rc;
 	cli_response_init(&r);
 	rc = cli_client_call(&c, "GET", "/v1/stats", NULL, &r, NULL);
 	if (rc == CLI_OK && !(o = cli_response_json(&r, "stats")))
 		rc = CLI_ERROR;
 	if (rc == CLI_OK && json) {
-		rc = print_body(&r);
+		rc = cli_response_print(&r);
 	} else if (rc == CLI_OK) {
 		for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, rows[k].key);

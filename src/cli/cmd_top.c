@@ -34,6 +34,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/json_get.h"
 #include "colloc/units.h"
 
 /* A job's GPUs are a bit mask over the snapshot's GPUs. */
@@ -147,32 +148,6 @@ static void snap_fini(struct top_snap *s)
 
 /* --- lenient JSON reading ---------------------------------------------- */
 
-static const char *jstr(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* The array under key, or NULL (never another type: ArrayForEach would walk
- * an object's members). */
-static const cJSON *jarray(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsArray(v) ? v : NULL;
-}
-
-static bool jnum(const cJSON *o, const char *key, double *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-		return false;
-	*out = v->valuedouble;
-	return true;
-}
-
 static bool num_u64(double d, uint64_t *out)
 {
 	if (!(d >= 0) || d >= 18446744073709551616.0 || d != floor(d))
@@ -181,30 +156,12 @@ static bool num_u64(double d, uint64_t *out)
 	return true;
 }
 
-/* A non-negative integral number that fits in 64 bits. */
-static bool ju64(const cJSON *o, const char *key, uint64_t *out)
-{
-	double d;
-
-	return jnum(o, key, &d) && num_u64(d, out);
-}
-
-static bool jint(const cJSON *o, const char *key, long long *out)
-{
-	double d;
-
-	if (!jnum(o, key, &d) || d < -9.0e18 || d > 9.0e18 || d != floor(d))
-		return false;
-	*out = (long long)d;
-	return true;
-}
-
 /* A number, or NAN when absent, null or of another type. */
 static double jnum_or_nan(const cJSON *o, const char *key)
 {
 	double d;
 
-	return jnum(o, key, &d) ? d : (double)NAN;
+	return cli_jnum(o, key, &d) ? d : (double)NAN;
 }
 
 /*
@@ -231,13 +188,13 @@ static void fill_status(struct top_snap *s, const cJSON *st)
 	const cJSON *admin = cJSON_GetObjectItemCaseSensitive(st, "admin");
 
 	s->have_status = true;
-	copy_text(s->backend, sizeof(s->backend), jstr(st, "backend"));
-	copy_text(s->policy, sizeof(s->policy), jstr(st, "policy"));
-	if (!jint(st, "gpus", &s->n_gpus) || s->n_gpus < 0)
+	copy_text(s->backend, sizeof(s->backend), cli_jstr(st, "backend"));
+	copy_text(s->policy, sizeof(s->policy), cli_jstr(st, "policy"));
+	if (!cli_jint(st, "gpus", &s->n_gpus) || s->n_gpus < 0)
 		s->n_gpus = -1;
-	if (!jint(st, "queued", &s->queued) || s->queued < 0)
+	if (!cli_jint(st, "queued", &s->queued) || s->queued < 0)
 		s->queued = -1;
-	if (!jint(st, "running", &s->running) || s->running < 0)
+	if (!cli_jint(st, "running", &s->running) || s->running < 0)
 		s->running = -1;
 	s->admin = cJSON_IsTrue(admin);
 }
@@ -245,7 +202,7 @@ static void fill_status(struct top_snap *s, const cJSON *st)
 /* Returns false when out of memory. */
 static bool fill_gpus(struct top_snap *s, const cJSON *root)
 {
-	const cJSON *arr = jarray(root, "gpus"), *g;
+	const cJSON *arr = cli_jarray(root, "gpus"), *g;
 	size_t n = 0, k = 0;
 
 	cJSON_ArrayForEach(g, arr)
@@ -265,7 +222,7 @@ static bool fill_gpus(struct top_snap *s, const cJSON *root)
 	cJSON_ArrayForEach(g, arr)
 	{
 		struct top_gpu *d = &s->gpus[k];
-		const cJSON *jobs = jarray(g, "jobs"), *j;
+		const cJSON *jobs = cli_jarray(g, "jobs"), *j;
 		long long idx;
 		double mw;
 
@@ -273,15 +230,16 @@ static bool fill_gpus(struct top_snap *s, const cJSON *root)
 			continue;
 		if (k == n)
 			break;
-		if (jint(g, "index", &idx) && idx >= 0 && idx < 1000000)
+		if (cli_jint(g, "index", &idx) && idx >= 0 && idx < 1000000)
 			snprintf(d->index, sizeof(d->index), "%lld", idx);
 		else
 			copy_text(d->index, sizeof(d->index), NULL);
-		copy_text(d->uuid, sizeof(d->uuid), jstr(g, "uuid"));
-		copy_text(d->name, sizeof(d->name), jstr(g, "name"));
-		d->has_total = ju64(g, "mem_total_bytes", &d->mem_total_bytes);
-		d->has_used = ju64(g, "mem_used_bytes", &d->mem_used_bytes);
-		d->has_reserved = ju64(g, "mem_reserved_bytes", &d->mem_reserved_bytes);
+		copy_text(d->uuid, sizeof(d->uuid), cli_jstr(g, "uuid"));
+		copy_text(d->name, sizeof(d->name), cli_jstr(g, "name"));
+		d->has_total = cli_ju64(g, "mem_total_bytes", &d->mem_total_bytes);
+		d->has_used = cli_ju64(g, "mem_used_bytes", &d->mem_used_bytes);
+		d->has_reserved =
+			cli_ju64(g, "mem_reserved_bytes", &d->mem_reserved_bytes);
 		d->util_pct = jnum_or_nan(g, "util_pct");
 		d->sm_active = jnum_or_nan(g, "sm_active");
 		mw = jnum_or_nan(g, "power_mw");
@@ -305,7 +263,7 @@ static bool fill_gpus(struct top_snap *s, const cJSON *root)
 /* Which of the snapshot's GPUs the job's "gpus" (UUIDs) name. */
 static uint64_t job_gpu_mask(const struct top_snap *s, const cJSON *job)
 {
-	const cJSON *arr = jarray(job, "gpus"), *u;
+	const cJSON *arr = cli_jarray(job, "gpus"), *u;
 	uint64_t mask = 0;
 
 	cJSON_ArrayForEach(u, arr)
@@ -326,7 +284,7 @@ static uint64_t job_gpu_mask(const struct top_snap *s, const cJSON *job)
 /* Returns false when out of memory. */
 static bool fill_jobs(struct top_snap *s, const cJSON *root)
 {
-	const cJSON *arr = jarray(root, "jobs"), *j;
+	const cJSON *arr = cli_jarray(root, "jobs"), *j;
 	size_t n = 0, k = 0;
 
 	cJSON_ArrayForEach(j, arr)
@@ -346,7 +304,7 @@ static bool fill_jobs(struct top_snap *s, const cJSON *root)
 	cJSON_ArrayForEach(j, arr)
 	{
 		struct top_job *d = &s->jobs[k];
-		const char *state = jstr(j, "state");
+		const char *state = cli_jstr(j, "state");
 
 		if (!cJSON_IsObject(j))
 			continue;
@@ -358,13 +316,13 @@ static bool fill_jobs(struct top_snap *s, const cJSON *root)
 		    (strcmp(state, "running") != 0 && strcmp(state, "queued") != 0))
 			continue;
 		d->running = strcmp(state, "running") == 0;
-		d->has_id = ju64(j, "id", &d->id) && d->id <= TOP_MAX_JOB_ID;
-		copy_text(d->name, sizeof(d->name), jstr(j, "name"));
-		copy_text(d->user, sizeof(d->user), jstr(j, "user"));
-		d->has_need = ju64(j, "mem_need_bytes", &d->mem_need_bytes);
-		d->has_peak = ju64(j, "peak_bytes", &d->peak_bytes);
-		d->has_n_gpus = ju64(j, "n_gpus", &d->n_gpus);
-		d->has_priority = jint(j, "priority", &d->priority);
+		d->has_id = cli_ju64(j, "id", &d->id) && d->id <= TOP_MAX_JOB_ID;
+		copy_text(d->name, sizeof(d->name), cli_jstr(j, "name"));
+		copy_text(d->user, sizeof(d->user), cli_jstr(j, "user"));
+		d->has_need = cli_ju64(j, "mem_need_bytes", &d->mem_need_bytes);
+		d->has_peak = cli_ju64(j, "peak_bytes", &d->peak_bytes);
+		d->has_n_gpus = cli_ju64(j, "n_gpus", &d->n_gpus);
+		d->has_priority = cli_jint(j, "priority", &d->priority);
 		d->since = jnum_or_nan(j, d->running ? "start_time" : "submit_time");
 		d->gpu_mask = d->running ? job_gpu_mask(s, j) : 0;
 		k++;
@@ -649,24 +607,6 @@ static const char *fmt_pct(double pct, char *buf, size_t len)
 	return buf;
 }
 
-/* Elapsed seconds as squeue writes them: M:SS, H:MM:SS, D-HH:MM:SS. */
-static const char *fmt_elapsed(double s, char *buf, size_t len)
-{
-	unsigned long long t;
-
-	if (!(s >= 0) || s > 1e12) /* also catches NaN */
-		return "-";
-	t = (unsigned long long)s;
-	if (t >= 86400)
-		snprintf(buf, len, "%llu-%02llu:%02llu:%02llu", t / 86400, t / 3600 % 24,
-			 t / 60 % 60, t % 60);
-	else if (t >= 3600)
-		snprintf(buf, len, "%llu:%02llu:%02llu", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, len, "%llu:%02llu", t / 60, t % 60);
-	return buf;
-}
-
 /* The UUID's start, enough to tell GPUs apart: "GPU-31aba172", or the
  * first 12 characters of a UUID of another shape. */
 static const char *short_uuid(const char *uuid, char *buf, size_t len)
@@ -853,7 +793,7 @@ static void draw_running_job(struct top_frame *f, const struct top_snap *s,
 		    fit(j->name, 24, name, sizeof(name)),
 		    fmt_bytes(j->has_need, j->mem_need_bytes, need, sizeof(need)),
 		    fmt_bytes(j->has_peak, j->peak_bytes, peak, sizeof(peak)),
-		    fmt_elapsed((double)s->taken - j->since, up, sizeof(up)));
+		    cli_fmt_elapsed((double)s->taken - j->since, up, sizeof(up)));
 }
 
 static bool listed(const struct top_gpu *g, uint64_t id)
@@ -953,13 +893,13 @@ static void draw_queued(struct top_frame *f, const struct top_snap *s)
 			snprintf(prio, sizeof(prio), "%lld", j->priority);
 		else
 			snprintf(prio, sizeof(prio), "-");
-		line_printf(f, frame_line(f), TOP_PLAIN,
-			    "%6s  %-10s %-24s %4s %9s %5s %8s", id,
-			    fit(j->user, 10, user, sizeof(user)),
-			    fit(j->name, 24, name, sizeof(name)), gp,
-			    fmt_bytes(j->has_need, j->mem_need_bytes, need, sizeof(need)),
-			    prio,
-			    fmt_elapsed((double)s->taken - j->since, wait, sizeof(wait)));
+		line_printf(
+			f, frame_line(f), TOP_PLAIN, "%6s  %-10s %-24s %4s %9s %5s %8s",
+			id, fit(j->user, 10, user, sizeof(user)),
+			fit(j->name, 24, name, sizeof(name)), gp,
+			fmt_bytes(j->has_need, j->mem_need_bytes, need, sizeof(need)),
+			prio,
+			cli_fmt_elapsed((double)s->taken - j->since, wait, sizeof(wait)));
 		shown++;
 		room--;
 	}
@@ -1029,14 +969,6 @@ static void on_stop_signal(int sig)
 {
 	(void)sig;
 	top_stop = 1;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 enum { TOP_PAIR_USED = 1, TOP_PAIR_RESERVED, TOP_PAIR_ERROR };
@@ -1127,7 +1059,7 @@ static int top_screen(struct cli_client *c, enum top_show show, uint64_t interva
 	struct top_view v = {true, interval_ms, NULL};
 	struct top_signals old;
 	SCREEN *scr;
-	uint64_t next = mono_ms() + interval_ms, note_until = 0;
+	uint64_t next = cli_mono_ms() + interval_ms, note_until = 0;
 	bool color = false, dirty = true;
 
 	top_stop = 0;
@@ -1152,12 +1084,12 @@ static int top_screen(struct cli_client *c, enum top_show show, uint64_t interva
 		color = true;
 	}
 	while (!top_stop) {
-		uint64_t now = mono_ms(), wait_ms;
+		uint64_t now = cli_mono_ms(), wait_ms;
 		int ch;
 
 		if (now >= next) {
 			top_refresh(c, show, false, s);
-			now = mono_ms();
+			now = cli_mono_ms();
 			next = now + interval_ms;
 			dirty = true;
 		}
@@ -1192,7 +1124,7 @@ static int top_screen(struct cli_client *c, enum top_show show, uint64_t interva
 				next = 0;
 			} else {
 				v.note = "everyone's jobs: for administrators only";
-				note_until = mono_ms() + TOP_NOTE_MS;
+				note_until = cli_mono_ms() + TOP_NOTE_MS;
 				dirty = true;
 			}
 			break;
@@ -1222,7 +1154,6 @@ int cmd_top(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *socket = NULL;
-	char path[CLI_SOCKET_PATH_MAX + 64];
 	uint64_t interval_ms = 1000;
 	enum top_show show = TOP_SHOW_AUTO;
 	bool once = false;
@@ -1270,20 +1201,8 @@ int cmd_top(int argc, char **argv)
 			  argv[optind]);
 		return CLI_USAGE;
 	}
-	rc = cli_socket_resolve(socket, path, sizeof(path));
-	if (rc == 0)
-		rc = cli_client_init(&c, path);
-	if (rc == -ENAMETOOLONG) {
-		cli_error(
-			"cannot reach collocd at %s: a socket path has at most %d bytes "
-			"(set --socket or COLLOC_SOCKET)",
-			path, CLI_SOCKET_PATH_MAX - 1);
-		return CLI_UNREACHABLE;
-	}
-	if (rc) {
-		cli_error("cannot start the HTTP client: out of memory");
-		return CLI_ERROR;
-	}
+	if ((rc = cli_client_open(&c, socket)))
+		return rc;
 	if (once || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
 		rc = top_once(&c, show, interval_ms);
 		cli_client_fini(&c);

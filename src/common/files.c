@@ -1,5 +1,6 @@
 /*
- * files.c — directory listing for the zoo and platform lookups.
+ * files.c — directory listing for the zoo and platform lookups, and the
+ * mkdir -p that collocd makes its state directories with.
  */
 #include "common/files.h"
 
@@ -7,6 +8,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "colloc/error.h"
+
+#define MKDIR_PATH_MAX 4096 /* collocd's CD_PATH_MAX */
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -42,4 +48,29 @@ int colloc__list_stems(const char *dir, const char *suffix, char **names, int ca
 	closedir(d);
 	qsort(names, (size_t)(n < cap ? n : cap), sizeof(*names), cmp_str);
 	return n;
+}
+
+int colloc__mkdir_p(const char *path, mode_t mode, struct colloc_diag *diag)
+{
+	char buf[MKDIR_PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "bad directory path '%s'",
+				       path);
+	memcpy(buf, path, n + 1);
+	for (size_t k = 1; k <= n; k++) {
+		if (buf[k] != '/' && buf[k] != '\0')
+			continue;
+		buf[k] = '\0';
+		if (mkdir(buf, k < n ? 0755 : mode) != 0 && errno != EEXIST) {
+			int err = errno;
+
+			return colloc_diag_set(diag, -err, "cannot create %s: %s", buf,
+					       strerror(err));
+		}
+		if (k < n)
+			buf[k] = '/';
+	}
+	return 0;
 }

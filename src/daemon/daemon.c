@@ -20,6 +20,7 @@
 
 #include "colloc/sched.h"
 #include "colloc/units.h"
+#include "common/files.h"
 #include "daemon/launcher.h"
 #include "daemon/mps.h"
 #include "daemon/oom.h"
@@ -139,31 +140,6 @@ static void event(struct cd_daemon *d, uint64_t id, const char *kind, const char
 		logf_(d, "job %llu: cannot record event: %s", (unsigned long long)id,
 		      diag.msg);
 	logf_(d, "job %llu: %s: %s", (unsigned long long)id, kind, msg);
-}
-
-static int make_dir(const char *path, mode_t mode, struct colloc_diag *diag)
-{
-	char buf[CD_PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return colloc_diag_set(diag, COLLOC_ELIMIT, "bad directory path '%s'",
-				       path);
-	memcpy(buf, path, n + 1);
-	/* mkdir -p: parents first. */
-	for (size_t k = 1; k < n; k++) {
-		if (buf[k] != '/')
-			continue;
-		buf[k] = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return colloc_diag_set(diag, -errno, "cannot create %s: %s", buf,
-					       strerror(errno));
-		buf[k] = '/';
-	}
-	if (mkdir(buf, mode) != 0 && errno != EEXIST)
-		return colloc_diag_set(diag, -errno, "cannot create %s: %s", buf,
-				       strerror(errno));
-	return 0;
 }
 
 static void status_path(const struct cd_daemon *d, uint64_t id, char *buf, size_t len)
@@ -1369,9 +1345,9 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 		rc = colloc_diag_set(diag, COLLOC_ELIMIT, "state_dir path too long");
 		goto fail;
 	}
-	if ((rc = make_dir(cfg->state_dir, 0755, diag)) ||
-	    (rc = make_dir(d->logs_dir, 0755, diag)) ||
-	    (rc = make_dir(d->status_dir, 0700, diag)))
+	if ((rc = colloc__mkdir_p(cfg->state_dir, 0755, diag)) ||
+	    (rc = colloc__mkdir_p(d->logs_dir, 0755, diag)) ||
+	    (rc = colloc__mkdir_p(d->status_dir, 0700, diag)))
 		goto fail;
 	if (strcmp(spec, "auto") == 0) {
 		char note[512] = "";

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/files.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/server.h"
@@ -83,26 +84,6 @@ static int lock_state_dir(const char *dir)
 		return -1;
 	}
 	return fd;
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[CD_PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, path, n + 1);
-	for (size_t k = 1; k <= n; k++) {
-		if (buf[k] != '/' && buf[k] != '\0')
-			continue;
-		buf[k] = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -1;
-		if (k < n)
-			buf[k] = '/';
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -191,9 +172,10 @@ int main(int argc, char **argv)
 	}
 	if (print)
 		return cd_config_write(&cfg, stdout) ? 1 : 0;
-	if (mkdir_p(cfg.state_dir) != 0) {
+	rc = colloc__mkdir_p(cfg.state_dir, 0755, NULL);
+	if (rc != 0) {
 		fprintf(stderr, "collocd: error: cannot create %s: %s\n", cfg.state_dir,
-			strerror(errno));
+			colloc_strerror(rc));
 		return 1;
 	}
 	lock = lock_state_dir(cfg.state_dir);

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/files.h"
+
 int cd_mps_dirs(const char *base, const char *uuid, char *pipe_dir, char *log_dir,
 		size_t len, struct colloc_diag *diag)
 {
@@ -26,27 +28,6 @@ int cd_mps_dirs(const char *base, const char *uuid, char *pipe_dir, char *log_di
 	if (a < 0 || b < 0 || (size_t)a >= len || (size_t)b >= len)
 		return colloc_diag_set(diag, COLLOC_ELIMIT,
 				       "MPS directory under '%s' too long", base);
-	return 0;
-}
-
-static int make_dirs(const char *path, struct colloc_diag *diag)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return colloc_diag_set(diag, COLLOC_ELIMIT, "path too long: %s", path);
-	memcpy(buf, path, n + 1);
-	for (size_t k = 1; k <= n; k++) {
-		if (buf[k] != '/' && buf[k] != '\0')
-			continue;
-		buf[k] = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return colloc_diag_set(diag, -errno, "cannot create %s: %s", buf,
-					       strerror(errno));
-		if (k < n)
-			buf[k] = '/';
-	}
 	return 0;
 }
 
@@ -179,7 +160,8 @@ int cd_mps_start(const char *control, const char *base, const char *uuid,
 	int rc;
 
 	if ((rc = cd_mps_dirs(base, uuid, pipe_dir, log_dir, sizeof(pipe_dir), diag)) ||
-	    (rc = make_dirs(pipe_dir, diag)) || (rc = make_dirs(log_dir, diag)))
+	    (rc = colloc__mkdir_p(pipe_dir, 0755, diag)) ||
+	    (rc = colloc__mkdir_p(log_dir, 0755, diag)))
 		return rc;
 	/* The control daemon listens on PIPE/control; if it answers, it is
 	 * ours from an earlier start and still serves running jobs. */

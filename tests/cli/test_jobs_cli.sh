@@ -11,61 +11,25 @@ set -u
 colloc=$1
 collocd=$2
 simjob=$3
-pass=0
-fail=0
-# A short directory: a socket path has at most 107 bytes.
-tmp=$(mktemp -d /tmp/colloc-jobs.XXXXXX)
-sock=$tmp/s.sock
-dpid=
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
+tmpdir colloc-jobs
+sock=$T/s.sock
 long_ids=
 : "${COLLOC_DATA_DIR:=$(cd "$(dirname "$0")/../.." && pwd)/data}"
 export COLLOC_DATA_DIR
 unset COLLOC_SOCKET CUDA_VISIBLE_DEVICES COLLOC_SIM_STATE
 
-cleanup() {
-	if [ -n "$dpid" ]; then
-		# Jobs outlive a stopped daemon (their supervisors keep them):
-		# cancel the long ones first.
-		if [ -n "$long_ids" ]; then
-			# shellcheck disable=SC2086
-			"$colloc" --socket "$sock" cancel $long_ids >/dev/null 2>&1
-			# shellcheck disable=SC2086
-			"$colloc" --socket "$sock" wait --timeout 15s $long_ids >/dev/null 2>&1
-		fi
-		kill "$dpid" 2>/dev/null
-		i=0
-		while kill -0 "$dpid" 2>/dev/null && [ "$i" -lt 50 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -9 "$dpid" 2>/dev/null
-		wait "$dpid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
+# Jobs outlive a stopped daemon (their supervisors keep them): cancel the
+# long ones before it goes.
+cancel_long() {
+	[ -n "$long_ids" ] || return 0
+	# shellcheck disable=SC2086
+	"$colloc" --socket "$sock" cancel $long_ids >/dev/null 2>&1
+	# shellcheck disable=SC2086
+	"$colloc" --socket "$sock" wait --timeout 15s $long_ids >/dev/null 2>&1
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# bounded SECS CMD...: run CMD, killing it after SECS seconds.
-bounded() {
-	secs=$1
-	shift
-	"$@" &
-	cpid=$!
-	# The watchdog takes its sleep with it when it is stopped early.
-	(
-		sleep "$secs" &
-		spid=$!
-		trap 'kill "$spid"; exit 0' TERM
-		wait "$spid" && kill "$cpid"
-	) >/dev/null 2>&1 &
-	kpid=$!
-	wait "$cpid"
-	st=$?
-	kill "$kpid" 2>/dev/null
-	wait "$kpid" 2>/dev/null
-	return "$st"
-}
+on_exit=cancel_long
 
 # no_env_socket CMD...: run CMD without COLLOC_SOCKET in its environment.
 no_env_socket() {
@@ -75,65 +39,37 @@ no_env_socket() {
 	)
 }
 
-ok() { pass=$((pass + 1)); }
-bad() {
-	echo "FAIL $*"
-	fail=$((fail + 1))
-}
-# is GOT WANT WHAT: pass when GOT = WANT, else fail saying WHAT.
-is() {
-	if [ "$1" = "$2" ]; then ok; else bad "$3 (got '$1', expected '$2')"; fi
-}
-
-# expect NAME STATUS PATTERN CMD...: run CMD (at most 30 s), check its exit
-# status and that stdout+stderr match the extended regex PATTERN.
-expect() {
-	name=$1 want=$2 pat=$3
-	shift 3
-	bounded 30 "$@" >"$tmp/out" 2>&1
-	got=$?
-	if [ "$got" != "$want" ]; then
-		bad "$name: exit $got, expected $want"
-		sed 's/^/  | /' "$tmp/out" | head -5
-	elif ! grep -Eq -- "$pat" "$tmp/out"; then
-		bad "$name: output does not match /$pat/"
-		sed 's/^/  | /' "$tmp/out" | head -5
-	else
-		ok
-	fi
-}
-
 # json_ok NAME CMD...: CMD exits 0 and its stdout is one valid JSON value.
 json_ok() {
 	name=$1
 	shift
-	bounded 30 "$@" >"$tmp/json" 2>"$tmp/err"
+	bounded 30 "$@" >"$T/json" 2>"$T/err"
 	st=$?
 	if [ "$st" != 0 ]; then
 		bad "$name: exit status $st"
-		sed 's/^/  | /' "$tmp/err" | head -5
-	elif ! python3 -c 'import json,sys; json.load(sys.stdin)' <"$tmp/json"; then
+		sed 's/^/  | /' "$T/err" | head -5
+	elif ! python3 -c 'import json,sys; json.load(sys.stdin)' <"$T/json"; then
 		bad "$name: output is not valid JSON"
-		head -c 300 "$tmp/json" | sed 's/^/  | /'
+		head -c 300 "$T/json" | sed 's/^/  | /'
 	else
 		ok
 	fi
 }
 
-# jq_py EXPR...: print Python expressions on the JSON in $tmp/json (as j),
+# jq_py EXPR...: print Python expressions on the JSON in $T/json (as j),
 # separated by spaces (print's way).
 jq_py() {
-	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($1)" "$tmp/json"
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($1)" "$T/json"
 }
 
-# submit ARGS...: submit a job, print its id (empty on failure).
-submit() {
-	bounded 30 "$colloc" submit "$@" 2>"$tmp/err" | sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p'
+# submit_job ARGS...: submit a job, print its id (empty on failure).
+submit_job() {
+	bounded 30 "$colloc" submit "$@" 2>"$T/err" | submitted_id
 }
 
 # state_of ID: the job's state now.
 state_of() {
-	bounded 30 "$colloc" show --json "$1" >"$tmp/json" 2>/dev/null && jq_py 'j["state"]'
+	bounded 30 "$colloc" show --json "$1" >"$T/json" 2>/dev/null && jq_py 'j["state"]'
 }
 
 # wait_state ID STATE: wait (at most ~10 s) until the job is in STATE.
@@ -156,17 +92,17 @@ done
 expect wait-help-codes 0 "128\+N" "$colloc" wait --help
 expect wait-help-timeout 0 "124" "$colloc" wait --help
 
-unreach="colloc: error: cannot reach collocd at $tmp/none.sock: .*\(is collocd running\? set --socket or COLLOC_SOCKET\)"
-expect unreachable-queue 3 "$unreach" "$colloc" queue --socket "$tmp/none.sock"
-expect unreachable-submit 3 "$unreach" "$colloc" submit --socket "$tmp/none.sock" /bin/true
-expect unreachable-show 3 "$unreach" "$colloc" --socket "$tmp/none.sock" show 1
-expect unreachable-cancel 3 "$unreach" "$colloc" cancel 1 --socket "$tmp/none.sock"
-expect unreachable-logs 3 "$unreach" "$colloc" logs 1 --socket="$tmp/none.sock"
-expect unreachable-wait 3 "$unreach" env COLLOC_SOCKET="$tmp/none.sock" "$colloc" wait 1
-expect unreachable-gpus 3 "$unreach" "$colloc" gpus --socket "$tmp/none.sock"
-: >"$tmp/plain-file"
+unreach="colloc: error: cannot reach collocd at $T/none.sock: .*\(is collocd running\? set --socket or COLLOC_SOCKET\)"
+expect unreachable-queue 3 "$unreach" "$colloc" queue --socket "$T/none.sock"
+expect unreachable-submit 3 "$unreach" "$colloc" submit --socket "$T/none.sock" /bin/true
+expect unreachable-show 3 "$unreach" "$colloc" --socket "$T/none.sock" show 1
+expect unreachable-cancel 3 "$unreach" "$colloc" cancel 1 --socket "$T/none.sock"
+expect unreachable-logs 3 "$unreach" "$colloc" logs 1 --socket="$T/none.sock"
+expect unreachable-wait 3 "$unreach" env COLLOC_SOCKET="$T/none.sock" "$colloc" wait 1
+expect unreachable-gpus 3 "$unreach" "$colloc" gpus --socket "$T/none.sock"
+: >"$T/plain-file"
 expect unreachable-not-socket 3 "cannot reach collocd at .*plain-file: Connection refused" \
-	"$colloc" queue --socket "$tmp/plain-file"
+	"$colloc" queue --socket "$T/plain-file"
 
 expect usage-submit-nocmd 2 "CMD is missing" "$colloc" submit --mem 1GiB
 expect usage-submit-mem 2 "--mem: 'lots' is not a positive size" "$colloc" submit --mem lots /bin/true
@@ -190,19 +126,7 @@ expect usage-socket-estimate 2 "--socket is for commands that talk to collocd" \
 expect usage-gpus-both 2 "choose one" "$colloc" gpus --gpus sim --socket "$sock"
 
 # --- start the daemon -----------------------------------------------------------
-"$collocd" --gpus "sim:2x8GiB,path=$tmp/sim.state" --socket "$sock" \
-	--db "$tmp/db.sqlite" --state-dir "$tmp/state" 2>"$tmp/collocd.log" &
-dpid=$!
-i=0
-until "$colloc" --socket "$sock" queue >/dev/null 2>&1; do
-	i=$((i + 1))
-	if [ "$i" -ge 100 ] || ! kill -0 "$dpid" 2>/dev/null; then
-		echo "FAIL collocd did not start:"
-		sed 's/^/  | /' "$tmp/collocd.log" | tail -10
-		exit 1
-	fi
-	sleep 0.1
-done
+start s 2x8GiB || exit 1
 COLLOC_SOCKET=$sock
 export COLLOC_SOCKET
 
@@ -212,13 +136,13 @@ expect gpus-rows 0 "^1 +SIM-[0-9a-f-]+ " "$colloc" gpus
 json_ok gpus-json "$colloc" gpus --json
 is "$(jq_py 'len(j["gpus"]), "mem_reserved_bytes" in j["gpus"][0]')" "2 True" \
 	"gpus --json: 2 GPUs with mem_reserved_bytes"
-expect gpus-direct 0 "processes \(pid:memory\)" "$colloc" gpus --gpus "sim:path=$tmp/sim.state"
+expect gpus-direct 0 "processes \(pid:memory\)" "$colloc" gpus --gpus "sim:path=$T/s.state"
 
 # --- submit, queue, show, wait, logs ------------------------------------------
-id1=$(submit --mem 1GiB --name sj -- "$simjob" --mem 1GiB --duration 3s)
-is "${id1:+yes}" yes "submit simjob: 'submitted job N' ($(cat "$tmp/err"))"
-id3=$(submit --mem 256MiB /bin/sh -c 'echo hi; echo oops >&2; exit 3')
-is "${id3:+yes}" yes "submit exit-3 job: 'submitted job N' ($(cat "$tmp/err"))"
+id1=$(submit_job --mem 1GiB --name sj -- "$simjob" --mem 1GiB --duration 3s)
+is "${id1:+yes}" yes "submit simjob: 'submitted job N' ($(cat "$T/err"))"
+id3=$(submit_job --mem 256MiB /bin/sh -c 'echo hi; echo oops >&2; exit 3')
+is "${id3:+yes}" yes "submit exit-3 job: 'submitted job N' ($(cat "$T/err"))"
 
 expect queue-header 0 "^ +ID NAME +USER +STATE +GPUS +MEM +ATTEMPTS +TIME +REASON" "$colloc" queue
 expect queue-row 0 "^ +$id1 sj +[^ ]+ +(queued|running) +1 +1.00 GiB" "$colloc" queue
@@ -248,7 +172,7 @@ is "$(jq_py '[x["state"] for x in j["jobs"]]')" "['done', 'failed']" "wait --jso
 expect wait-several 1 "job $id3 failed" "$colloc" wait "$id1" "$id3" --timeout 5s
 expect wait-missing 1 "^colloc: error: " "$colloc" wait 999999 --timeout 5s
 
-id9=$(submit --mem 256MiB /bin/sh -c 'kill -9 $$')
+id9=$(submit_job --mem 256MiB /bin/sh -c 'kill -9 $$')
 expect wait-signal 137 "job $id9 failed \(signal 9\)" "$colloc" wait "$id9" --timeout 20s
 
 # --json submit, --socket in its three places, the model estimate.
@@ -274,15 +198,15 @@ fi
 
 # logs -f follows a job to its end.
 # shellcheck disable=SC2016 # $i is the job's
-idf=$(submit --mem 256MiB /bin/sh -c 'for i in 1 2 3 4 5; do echo "line $i"; sleep 0.2; done')
-bounded 20 "$colloc" logs -f "$idf" >"$tmp/follow" 2>&1
+idf=$(submit_job --mem 256MiB /bin/sh -c 'for i in 1 2 3 4 5; do echo "line $i"; sleep 0.2; done')
+bounded 20 "$colloc" logs -f "$idf" >"$T/follow" 2>&1
 st=$?
 is "$st" 0 "logs -f: exit status"
-is "$(cat "$tmp/follow")" "$(printf 'line %s\n' 1 2 3 4 5)" "logs -f: output"
+is "$(cat "$T/follow")" "$(printf 'line %s\n' 1 2 3 4 5)" "logs -f: output"
 expect follow-ended 0 "^state: +done" "$colloc" show "$idf"
 
 # --- cancel and timeouts --------------------------------------------------------
-idl=$(submit --mem 256MiB sleep 30)
+idl=$(submit_job --mem 256MiB sleep 30)
 long_ids="$idl"
 expect wait-timeout 124 "colloc: error: wait: timed out after 300ms: job $idl" \
 	"$colloc" wait "$idl" --timeout 300ms
@@ -293,8 +217,8 @@ expect cancel-again 1 "^colloc: error: " "$colloc" cancel "$idl"
 expect cancel-missing 1 "^colloc: error: " "$colloc" cancel 999999
 expect show-cancelled 0 "^state: +cancelled" "$colloc" show "$idl"
 
-idq=$(submit --mem 256MiB --gpus 2 --exclusive sleep 30)
-idq2=$(submit --mem 256MiB --gpus 2 --exclusive sleep 30)
+idq=$(submit_job --mem 256MiB --gpus 2 --exclusive sleep 30)
+idq2=$(submit_job --mem 256MiB --gpus 2 --exclusive sleep 30)
 long_ids="$idl $idq $idq2"
 expect cancel-queued 0 "^cancelled job $idq2$" "$colloc" cancel "$idq2"
 expect cancel-mixed 1 "cancelled job $idq" "$colloc" cancel 999999 "$idq"
@@ -303,19 +227,11 @@ expect wait-queued-cancelled 1 "job $idq2 cancelled" "$colloc" wait "$idq2" --ti
 # --- the daemon goes away -------------------------------------------------------
 expect wait-both-cancelled 1 "cancelled" "$colloc" wait "$idq" "$idq2" --timeout 20s
 long_ids=
-kill "$dpid"
-i=0
-while kill -0 "$dpid" 2>/dev/null && [ "$i" -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-wait "$dpid" 2>/dev/null
-dpid=
+stop s
 expect stopped-queue 3 "cannot reach collocd at $sock" "$colloc" queue
 expect stopped-gpus-named 3 "cannot reach collocd at $sock" "$colloc" gpus
-mkdir "$tmp/xdg"
+mkdir "$T/xdg"
 expect stopped-gpus-fallback 0 "processes \(pid:memory\)" no_env_socket env \
-	XDG_RUNTIME_DIR="$tmp/xdg" COLLOC_SIM_STATE="$tmp/sim.state" "$colloc" gpus
+	XDG_RUNTIME_DIR="$T/xdg" COLLOC_SIM_STATE="$T/s.state" "$colloc" gpus
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary

@@ -17,115 +17,33 @@ set -u
 colloc=$1
 collocd=$2
 simjob=$3
-pass=0
-fail=0
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 if ! command -v tmux >/dev/null 2>&1; then
 	echo "SKIP: tmux not found"
 	exit 77
 fi
 
-# A short directory: a socket path has at most 107 bytes.
-T=$(mktemp -d /tmp/colloc-top.XXXXXX)
+tmpdir colloc-top
 sock=$T/s.sock
 srv=colloc-test-$$
-dpid=
 ids=
 unset COLLOC_SOCKET CUDA_VISIBLE_DEVICES COLLOC_SIM_STATE TMUX
 
 tm() { tmux -L "$srv" "$@"; }
 
-# bounded SECS CMD...: run CMD, killing it after SECS seconds.
-bounded() {
-	secs=$1
-	shift
-	"$@" &
-	cpid=$!
-	# The watchdog takes its sleep with it when it is stopped early.
-	(
-		sleep "$secs" &
-		spid=$!
-		trap 'kill "$spid"; exit 0' TERM
-		wait "$spid" && kill "$cpid"
-	) >/dev/null 2>&1 &
-	kpid=$!
-	wait "$cpid"
-	st=$?
-	kill "$kpid" 2>/dev/null
-	wait "$kpid" 2>/dev/null
-	return "$st"
-}
-
-start_daemon() {
-	"$collocd" --gpus "sim:2x8GiB,path=$T/sim.state" --socket "$sock" \
-		--db "$T/db.sqlite" --state-dir "$T/state" --set sample_interval=200ms \
-		>>"$T/collocd.log" 2>&1 &
-	dpid=$!
-	i=0
-	until "$colloc" --socket "$sock" queue >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ "$i" -ge 100 ] || ! kill -0 "$dpid" 2>/dev/null; then
-			echo "FAIL collocd did not start:"
-			sed 's/^/  | /' "$T/collocd.log" | tail -10
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-stop_daemon() {
-	[ -n "$dpid" ] || return 0
-	kill "$dpid" 2>/dev/null
-	i=0
-	while kill -0 "$dpid" 2>/dev/null && [ "$i" -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -9 "$dpid" 2>/dev/null
-	wait "$dpid" 2>/dev/null
-	dpid=
-}
-
-cleanup() {
+# At exit, before the daemon stops: no more screens, and the jobs (which
+# outlive a stopped daemon under their supervisors) cancelled and ended.
+end_screens_and_jobs() {
 	tm kill-server 2>/dev/null
-	# Jobs outlive a stopped daemon (their supervisors keep them): cancel
-	# them and wait for their end first.
-	if [ -n "$dpid" ] && [ -n "$ids" ]; then
-		# shellcheck disable=SC2086
-		bounded 10 "$colloc" --socket "$sock" cancel $ids >/dev/null 2>&1
-		# shellcheck disable=SC2086
-		bounded 20 "$colloc" --socket "$sock" wait --timeout 15s $ids >/dev/null 2>&1
-	fi
-	stop_daemon
-	rm -rf "$T"
+	[ -n "$ids" ] || return 0
+	# shellcheck disable=SC2086
+	bounded 10 "$colloc" --socket "$sock" cancel $ids >/dev/null 2>&1
+	# shellcheck disable=SC2086
+	bounded 20 "$colloc" --socket "$sock" wait --timeout 15s $ids >/dev/null 2>&1
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ok() { pass=$((pass + 1)); }
-bad() {
-	echo "FAIL $*"
-	fail=$((fail + 1))
-}
-
-# expect NAME STATUS PATTERN CMD...: run CMD (at most 30 s, stdin from
-# /dev/null), check its exit status and that stdout+stderr match the
-# extended regex PATTERN.
-expect() {
-	name=$1 want=$2 pat=$3
-	shift 3
-	bounded 30 "$@" >"$T/out" 2>&1 </dev/null
-	got=$?
-	if [ "$got" != "$want" ]; then
-		bad "$name: exit $got, expected $want"
-		sed 's/^/  | /' "$T/out" | head -5
-	elif ! grep -Eq -- "$pat" "$T/out"; then
-		bad "$name: output does not match /$pat/"
-		sed 's/^/  | /' "$T/out" | head -5
-	else
-		ok
-	fi
-}
+on_exit=end_screens_and_jobs
 
 # has FILE STRING...: FILE holds every STRING (fixed strings).
 has() {
@@ -197,11 +115,6 @@ ended() {
 	fi
 }
 
-# is GOT WANT WHAT: pass when GOT = WANT, else fail saying WHAT.
-is() {
-	if [ "$1" = "$2" ]; then ok; else bad "$3 (got '$1', expected '$2')"; fi
-}
-
 show_pane() { sed 's/^/  | /' "$T/pane" | head -20; }
 
 # --- without a daemon -----------------------------------------------------------
@@ -230,11 +143,10 @@ ended_unreach() {
 ended_unreach
 
 # --- the daemon and two jobs ------------------------------------------------------
-start_daemon || exit 1
+start s 2x8GiB || exit 1
 for n in a b; do
 	id=$(bounded 30 "$colloc" --socket "$sock" submit --name "top-$n" --mem 2GiB --util 30 -- \
-		"$simjob" --mem 2GiB --duration 20s --util 30 2>"$T/err" |
-		sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p')
+		"$simjob" --mem 2GiB --duration 20s --util 30 2>"$T/err" | submitted_id)
 	if [ -z "$id" ]; then
 		bad "submit top-$n: $(cat "$T/err")"
 		exit 1
@@ -364,14 +276,14 @@ if wait_pane away "$u0" "$u1" "QUEUED 0"; then ok; else
 	bad "away: nothing drawn"
 	show_pane
 fi
-stop_daemon
+stop s
 if wait_pane away "collocd unreachable: $sock"; then ok; else
 	bad "away: no 'collocd unreachable' in the header"
 	show_pane
 fi
 sleep 0.5
 if tm has-session -t "=away:" 2>/dev/null; then ok; else bad "away: top exited without the daemon"; fi
-start_daemon || exit 1
+start s 2x8GiB || exit 1
 i=0
 while [ "$i" -lt 100 ]; do
 	pane away && has "$T/pane" "$u0" "$u1" && ! grep -q "unreachable" "$T/pane" && break
@@ -385,5 +297,4 @@ fi
 tm send-keys -t "=away:" q
 ended away 0 "away: q"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

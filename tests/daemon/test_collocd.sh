@@ -12,81 +12,14 @@ set -u
 colloc=$1
 collocd=$2
 simjob=$3
-pass=0
-fail=0
-T=$(mktemp -d /tmp/colloc-it.XXXXXX)
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
+tmpdir colloc-it
 chmod 755 "$T"
-DAEMONS=""
-
-cleanup() {
-	for p in $DAEMONS; do kill -9 "$p" 2>/dev/null; done
-	# Anything a test left running (supervisors, jobs) mentions $T.
-	pkill -9 -f "$T" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
-
-ok() { pass=$((pass + 1)); }
-bad() {
-	echo "FAIL $1: $2"
-	fail=$((fail + 1))
-}
-
-# check NAME CONDITION-COMMAND...: the command must succeed.
-check() {
-	name=$1
-	shift
-	if "$@"; then ok; else bad "$name" "$*"; fi
-}
 
 # field JSON NAME: the value of "NAME": in compact or pretty JSON (first one).
 field() {
 	printf '%s' "$1" | tr -d '\n' | sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1
-}
-
-# start NAME SPEC [ARGS...]: a daemon on simulated GPUs SPEC ("2x8GiB"),
-# sampling every 200 ms; waits until it answers.
-start() {
-	name=$1 spec=$2
-	shift 2
-	"$collocd" --gpus "sim:$spec,path=$T/$name.state" --socket "$T/$name.sock" \
-		--db "$T/$name.db" --state-dir "$T/$name" --set sample_interval=200ms "$@" \
-		>>"$T/$name.log" 2>&1 &
-	echo $! >"$T/$name.pid"
-	DAEMONS="$DAEMONS $!"
-	i=0
-	while ! "$colloc" --socket "$T/$name.sock" queue >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ $i -gt 100 ]; then
-			bad "start-$name" "collocd did not answer within 10 s"
-			sed 's/^/  | /' "$T/$name.log" | tail -5
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-stop() {
-	kill "$(cat "$T/$1.pid")" 2>/dev/null
-	i=0
-	while kill -0 "$(cat "$T/$1.pid")" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
-
-# c NAME ARGS...: the CLI against daemon NAME.
-c() {
-	name=$1
-	shift
-	"$colloc" --socket "$T/$name.sock" "$@"
-}
-
-# submit NAME ARGS...: submit and print the new job's id.
-submit() {
-	name=$1
-	shift
-	c "$name" submit "$@" | sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p'
 }
 
 api() { # api NAME METHOD PATH [BODY]: prints the body, then "HTTP NNN"
@@ -272,5 +205,4 @@ else
 	echo "skip: users (needs root, useradd and runuser)"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary

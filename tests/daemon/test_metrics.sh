@@ -15,8 +15,8 @@ set -u
 colloc=$1
 collocd=$2
 simjob=$3
-pass=0
-fail=0
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 for tool in promtool curl; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -26,72 +26,8 @@ for tool in promtool curl; do
 	fi
 done
 
-T=$(mktemp -d /tmp/colloc-prom.XXXXXX)
+tmpdir colloc-prom
 chmod 755 "$T"
-DAEMONS=""
-
-cleanup() {
-	for p in $DAEMONS; do kill -9 "$p" 2>/dev/null; done
-	# Anything a test left running (supervisors, jobs) mentions $T.
-	pkill -9 -f "$T" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
-
-ok() { pass=$((pass + 1)); }
-bad() {
-	echo "FAIL $1: $2"
-	fail=$((fail + 1))
-}
-
-check() {
-	name=$1
-	shift
-	if "$@"; then ok; else bad "$name" "$*"; fi
-}
-
-# start NAME SPEC [ARGS...]: a daemon on simulated GPUs SPEC, sampling every
-# 200 ms; waits (at most 10 s) until its API answers.
-start() {
-	name=$1 spec=$2
-	shift 2
-	"$collocd" --gpus "sim:$spec,path=$T/$name.state" --socket "$T/$name.sock" \
-		--db "$T/$name.db" --state-dir "$T/$name" --set sample_interval=200ms "$@" \
-		>>"$T/$name.log" 2>&1 &
-	echo $! >"$T/$name.pid"
-	DAEMONS="$DAEMONS $!"
-	i=0
-	while ! "$colloc" --socket "$T/$name.sock" queue >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ $i -gt 100 ]; then
-			bad "start-$name" "collocd did not answer within 10 s"
-			sed 's/^/  | /' "$T/$name.log" | tail -5
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-stop() {
-	kill "$(cat "$T/$1.pid")" 2>/dev/null
-	i=0
-	while kill -0 "$(cat "$T/$1.pid")" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
-
-c() {
-	name=$1
-	shift
-	"$colloc" --socket "$T/$name.sock" "$@"
-}
-
-submit() {
-	name=$1
-	shift
-	c "$name" submit "$@" | sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p'
-}
 
 # scrape PORT [CURL ARGS...]: the body into $T/m.txt, prints the status.
 scrape() {
@@ -154,7 +90,7 @@ while :; do
 	grep -q "^colloc_job_memory_used_bytes{job=\"$id\",.* 1073741824\$" "$T/m.txt" && break
 	i=$((i + 1))
 	if [ $i -gt 100 ]; then
-		bad job-sampled "no colloc_job_memory_used_bytes of 1 GiB for job $id within 10 s"
+		bad "job-sampled: no colloc_job_memory_used_bytes of 1 GiB for job $id within 10 s"
 		break
 	fi
 	sleep 0.1
@@ -213,5 +149,4 @@ check off-log-silent sh -c "! grep -q 'metrics on' '$T/off.log'"
 check off-port-closed sh -c "! curl -s --max-time 2 -o /dev/null 'http://127.0.0.1:$port/metrics'"
 stop off
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

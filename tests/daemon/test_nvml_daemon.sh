@@ -11,74 +11,47 @@ colloc=$1
 collocd=$2
 fake=$3
 scenario=$4
-pass=0
-fail=0
-T=$(mktemp -d /tmp/colloc-nvml.XXXXXX)
-DPID=""
-cleanup() {
-	[ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
-	pkill -9 -f "$T" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
-check() {
-	name=$1
-	shift
-	if "$@"; then pass=$((pass + 1)); else echo "FAIL $name: $*"; fail=$((fail + 1)); fi
-}
-c() { "$colloc" --socket "$T/s.sock" "$@"; }
-submit() { c submit "$@" | sed -n 's/^submitted job \([0-9][0-9]*\)$/\1/p'; }
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
+tmpdir colloc-nvml
 
-COLLOC_NVML_LIBRARY=$fake FAKE_NVML_SCENARIO=$scenario COLLOC_DCGM_LIBRARY=/nonexistent \
-	"$collocd" --gpus nvml --socket "$T/s.sock" --db "$T/db" --state-dir "$T/state" \
-	--set sample_interval=200ms >"$T/log" 2>&1 &
-DPID=$!
-i=0
-until c queue >/dev/null 2>&1; do
-	i=$((i + 1))
-	if [ $i -gt 100 ]; then
-		echo "FAIL start: collocd did not answer"
-		cat "$T/log"
-		exit 1
-	fi
-	sleep 0.1
-done
-check backend-nvml grep -q "on backend nvml" "$T/log"
+# The fake NVML and its scenario, for collocd (the CLI and the jobs ignore them).
+COLLOC_NVML_LIBRARY=$fake FAKE_NVML_SCENARIO=$scenario COLLOC_DCGM_LIBRARY=/nonexistent
+export COLLOC_NVML_LIBRARY FAKE_NVML_SCENARIO COLLOC_DCGM_LIBRARY
+daemon_start s --gpus nvml || exit 1
+check backend-nvml grep -q "on backend nvml" "$T/s.log"
 
 # Three jobs at once: each goes to the smallest MIG instance that fits its
 # need + 512 MiB headroom; the 30 GiB one to the whole GPU 1.
-a=$(submit --mem 4GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 1')
-b=$(submit --mem 8GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 1')
-d=$(submit --mem 30GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 1')
-c wait --timeout 30s "$a" "$b" "$d" >/dev/null 2>&1
+a=$(submit s --mem 4GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 1')
+b=$(submit s --mem 8GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 1')
+d=$(submit s --mem 30GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 1')
+c s wait --timeout 30s "$a" "$b" "$d" >/dev/null 2>&1
 check mig-small sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $a | grep -qx 'CVD=MIG-33333333-aaaa-aaaa-aaaa-333333333333'"
 check mig-medium sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $b | grep -qx 'CVD=MIG-22222222-aaaa-aaaa-aaaa-222222222222'"
 check whole-gpu sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $d | grep -qx 'CVD=GPU-a100a100-1111-1111-1111-111111111111'"
 
-c gpus --json >"$T/gpus.json"
+c s gpus --json >"$T/gpus.json"
 check gpus-mig-listed grep -q 'MIG-22222222-aaaa-aaaa-aaaa-222222222222' "$T/gpus.json"
 check gpus-sm-absent-null grep -q '"sm_active": *null' "$T/gpus.json"
-check activity-source-logged grep -q "scheduling on .*no DCGM SM activity\|scheduling on nothing" "$T/log"
+check activity-source-logged grep -q "scheduling on .*no DCGM SM activity\|scheduling on nothing" "$T/s.log"
 
 # GPU 1 falls off the bus: reported, skipped, nothing else stops.
 i=0
-until grep -q "GPU 1: cannot read it" "$T/log" || [ $i -gt 100 ]; do
+until grep -q "GPU 1: cannot read it" "$T/s.log" || [ $i -gt 100 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-check lost-reported grep -q "GPU 1: cannot read it, not scheduling on it: .*fallen off the bus" "$T/log"
-check daemon-alive kill -0 "$DPID"
-big=$(submit --mem 30GiB -- true)
-small=$(submit --mem 4GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"')
-c wait --timeout 30s "$small" >/dev/null 2>&1
+check lost-reported grep -q "GPU 1: cannot read it, not scheduling on it: .*fallen off the bus" "$T/s.log"
+check daemon-alive kill -0 "$dpid"
+big=$(submit s --mem 30GiB -- true)
+small=$(submit s --mem 4GiB -- sh -c 'echo "CVD=$CUDA_VISIBLE_DEVICES"')
+c s wait --timeout 30s "$small" >/dev/null 2>&1
 check small-still-runs sh -c "\"$colloc\" --socket \"$T/s.sock\" logs $small | grep -q 'CVD=MIG-33333333'"
 sleep 0.5
 check big-waits sh -c "\"$colloc\" --socket \"$T/s.sock\" show $big --json | grep -q '\"state\": *\"queued\"'"
 check gpus-answer sh -c "\"$colloc\" --socket \"$T/s.sock\" gpus --json >/dev/null"
-c cancel "$big" >/dev/null
-kill "$DPID"
-wait "$DPID" 2>/dev/null
+c s cancel "$big" >/dev/null
+stop s
 check clean-stop test $? = 0
-DPID=""
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary
