@@ -73,7 +73,9 @@ struct colloc_sim_result {
 	size_t oom_crashes;
 	size_t recoveries; /* jobs that crashed and later finished */
 	size_t jobs_lost; /* neither finished nor failed: must be 0 */
-	size_t passes; /* scheduling passes */
+	size_t passes; /* scheduling passes: one per instant with jobs queued,
+			* also where the outcome (nothing starts) was
+			* known without running the scheduler core */
 	double sim_wall_s;
 	/* utilization over time: t_s[k], util[k] for k < n_series */
 	size_t n_series;

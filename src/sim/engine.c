@@ -7,7 +7,14 @@
  * rate below 1; whenever a GPU's set of jobs changes, the remaining work of
  * its jobs is brought up to date and their completion events are re-issued
  * (stale events are recognised by a version number). After every batch of
- * events at one instant, one scheduling pass of the scheduler core runs.
+ * events at one instant, one scheduling pass of the scheduler core runs --
+ * unless its outcome is known: nothing has changed since a pass that started
+ * nothing (see may_start in struct sim); it is counted all the same.
+ *
+ * Scale: the work per event is proportional to what changed (the GPUs of
+ * the jobs that started, stopped or changed speed), never to the cluster or
+ * the number of jobs; see struct sim. What remains per pass is the
+ * scheduler core's own work (docs/simulator.md, Performance).
  *
  * Not here: trace parsing (trace*.c), placement rules (sched.c), the
  * memory estimates (estimate/).
@@ -221,14 +228,12 @@ struct est_cache {
 
 enum { J_PENDING = 0, J_QUEUED, J_RUNNING, J_DONE, J_FAILED };
 
+/* One job. Kept small: a run holds a million of them. While it runs, its
+ * GPUs are in its entry of the running list (struct sim's rs), the list the
+ * scheduler core reads. */
 struct job {
-	const struct colloc_trace_job *tj;
-	int64_t submit_ms; /* copy of tj->submit_ms, read in hot paths */
-	int kind;
-	int64_t batch;
-	int n_gpus;
-	int gpus[COLLOC_SCHED_MAX_GPUS];
-	uint64_t est, need, true_mem;
+	int64_t submit_ms;
+	uint64_t need, true_mem;
 	double act;
 	struct colloc_interference_job ij; /* its identity for interference */
 	double work_ms; /* alone-time left */
@@ -236,14 +241,17 @@ struct job {
 	double rate; /* progress per ms now */
 	int64_t last_ms; /* when work_ms was last brought up to date */
 	int64_t start_ms, first_start_ms, end_ms;
-	int state, attempts, prio;
+	int prio, attempts;
+	int run_pos; /* its entry in rs while it runs */
 	unsigned version; /* of its completion event */
+	unsigned char state, n_gpus;
 	bool exclusive, at_peak, shared, crashed;
 };
 
 struct gpu {
 	int jobs[MAX_PER_GPU];
 	int n;
+	bool dirty; /* its summaries are out of date (in sim's dirty list) */
 };
 
 struct event {
@@ -253,6 +261,16 @@ struct event {
 	unsigned version;
 };
 
+/*
+ * Per-pass work is proportional to what changed, not to the cluster:
+ *  - the scheduler's view of every GPU (gs) and the running list (rs) are
+ *    kept from pass to pass; a GPU whose jobs, rates or memory changed is
+ *    marked dirty and recomputed from its jobs (in their order, so every
+ *    sum rounds as a from-scratch rebuild does) before the next pass;
+ *  - cluster totals for the metrics (activity, memory) are sums over a
+ *    tree of per-GPU values, updated along one path per dirty GPU;
+ *  - a pass that provably starts nothing is not run (see may_start).
+ */
 struct sim {
 	const struct colloc_sim_cluster *c;
 	const struct colloc_sim_opts *o;
@@ -260,13 +278,35 @@ struct sim {
 	size_t n_jobs;
 	struct gpu *gpus;
 	int n_gpus;
+	struct colloc_sched_gpu *gs; /* the scheduler's view of each GPU */
+	struct colloc_sched_running *rs; /* running jobs, in start order as
+					  * maintained by swap-removal */
+	size_t n_run, cap_run;
+	int *dirty; /* GPUs with dirty set */
+	int n_dirty;
+	/* Sum tree over GPUs: node k holds, for the GPUs below it, the sums
+	 * of activity clamped to 1 (tsum[3k]), unclamped (tsum[3k + 1]) and
+	 * memory in use (tsum[3k + 2]); leaf of GPU g is node leaves + g. */
+	double *tsum;
+	int leaves;
 	struct event *heap;
 	size_t n_heap, cap_heap;
-	int *queue; /* queued job indices */
-	size_t n_queue;
-	int *run; /* running job indices */
-	size_t n_run;
-	double *hist_t, *hist_u; /* cluster activity after each instant */
+	/* Queued job indices in queue order: qbuf[qh .. qh + n_queue), with
+	 * room on both sides so that an insertion or removal moves the
+	 * shorter side (arrivals go to the back, starts leave the front). */
+	int *qbuf;
+	size_t qh, qcap, n_queue;
+	struct colloc_sched_job *qs; /* the window handed to the core */
+	struct colloc_sched_decision *ds;
+	size_t n_window; /* size of qs and ds */
+	/* False only when the last pass started nothing and since then no
+	 * capacity was freed and the window did not change: a pass now would
+	 * start nothing either (whether a job fits only grows with free
+	 * memory, fewer jobs and less predicted activity on a GPU, and a
+	 * starving job only stops the pass earlier). */
+	bool may_start;
+	int64_t *hist_t; /* cluster activity after each instant where it changed */
+	double *hist_u;
 	size_t n_hist, cap_hist;
 	struct est_cache cache[128];
 	int n_cache;
@@ -342,17 +382,80 @@ static struct event heap_pop(struct sim *s)
 	return top;
 }
 
+/* The GPUs of running job j. */
+static const int *gpus_of(const struct sim *s, int j)
+{
+	return s->rs[s->jobs[j].run_pos].gpus;
+}
+
+static void mark_gpu(struct sim *s, int g)
+{
+	if (!s->gpus[g].dirty) {
+		s->gpus[g].dirty = true;
+		s->dirty[s->n_dirty++] = g;
+	}
+}
+
+/* Job j's rate or memory changed: so did every one of its GPUs' sums. */
+static void mark_job(struct sim *s, int j)
+{
+	const int *g = gpus_of(s, j);
+
+	for (int i = 0; i < s->jobs[j].n_gpus; i++)
+		mark_gpu(s, g[i]);
+}
+
+/* Bring the dirty GPUs' view and the sum tree up to date. Each GPU's sums
+ * are taken over its jobs in order, exactly as a rebuild of every GPU
+ * computes them. */
+static void flush(struct sim *s)
+{
+	for (int d = 0; d < s->n_dirty; d++) {
+		int g = s->dirty[d];
+		const struct gpu *gp = &s->gpus[g];
+		struct colloc_sched_gpu *v = &s->gs[g];
+		double u = 0, m = 0, *t;
+		uint64_t used = 0;
+
+		for (int k = 0; k < gp->n; k++) {
+			const struct job *jb = &s->jobs[gp->jobs[k]];
+			uint64_t b = jb->at_peak ? jb->true_mem : jb->true_mem / 10;
+
+			used += b;
+			u += jb->act * jb->rate;
+			m += (double)b;
+		}
+		v->mem_used_bytes = used;
+		v->util = u > 1 ? 1 : u;
+		s->gpus[g].dirty = false;
+		t = &s->tsum[3 * ((size_t)s->leaves + (size_t)g)];
+		t[0] = v->util;
+		t[1] = u;
+		t[2] = m;
+		for (size_t k = ((size_t)s->leaves + (size_t)g) / 2; k >= 1; k /= 2) {
+			double *p = &s->tsum[3 * k], *l = &s->tsum[6 * k],
+			       *r = &s->tsum[6 * k + 3];
+
+			p[0] = l[0] + r[0];
+			p[1] = l[1] + r[1];
+			p[2] = l[2] + r[2];
+		}
+	}
+	s->n_dirty = 0;
+}
+
 /* Relative speed of job j given its GPUs' other jobs: the interference
  * model fitted on Gavel's measured pairs (colloc/interference.h,
  * docs/interference.md); the slowest of its GPUs sets the pace. */
 static double speed_of(const struct sim *s, int j)
 {
 	const struct job *jb = &s->jobs[j];
+	const int *gpus = gpus_of(s, j);
 	struct colloc_interference_job others[MAX_PER_GPU];
 	double worst = 1.0;
 
 	for (int i = 0; i < jb->n_gpus; i++) {
-		const struct gpu *g = &s->gpus[jb->gpus[i]];
+		const struct gpu *g = &s->gpus[gpus[i]];
 		int n = 0;
 		double sp;
 
@@ -372,77 +475,70 @@ static double speed_of(const struct sim *s, int j)
 static int retime_gpu(struct sim *s, int g, int64_t now)
 {
 	for (int k = 0; k < s->gpus[g].n; k++) {
-		struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
+		int j = s->gpus[g].jobs[k];
+		struct job *jb = &s->jobs[j];
 		double left;
 
 		jb->work_ms -= (double)(now - jb->last_ms) * jb->rate;
 		if (jb->work_ms < 0)
 			jb->work_ms = 0;
 		jb->last_ms = now;
-		jb->rate = speed_of(s, s->gpus[g].jobs[k]);
+		jb->rate = speed_of(s, j);
+		mark_job(s, j);
 		left = jb->work_ms / jb->rate;
 		jb->version++;
-		if (heap_push(s, (struct event){now + (int64_t)ceil(left), 1,
-						s->gpus[g].jobs[k], jb->version}))
+		if (heap_push(s, (struct event){now + (int64_t)ceil(left), 1, j,
+						jb->version}))
 			return -ENOMEM;
 	}
 	return 0;
 }
 
+/* The utilization time series: one point per instant whose value differs
+ * from the last one kept (the step function is the same). */
 static int record(struct sim *s, int64_t now)
 {
-	double a = 0;
+	double u;
 
+	flush(s);
+	u = s->n_gpus ? s->tsum[3 + 1] / s->n_gpus : 0;
+	if (u > 1)
+		u = 1;
+	if (s->n_hist > 0 && s->hist_u[s->n_hist - 1] == u)
+		return 0;
 	if (s->n_hist == s->cap_hist) {
 		size_t cap = s->cap_hist ? s->cap_hist * 2 : 4096;
-		double *t = realloc(s->hist_t, cap * sizeof(*t));
-		double *u;
+		int64_t *t = realloc(s->hist_t, cap * sizeof(*t));
+		double *v;
 
 		if (!t)
 			return -ENOMEM;
 		s->hist_t = t;
-		u = realloc(s->hist_u, cap * sizeof(*u));
-		if (!u)
+		v = realloc(s->hist_u, cap * sizeof(*v));
+		if (!v)
 			return -ENOMEM;
-		s->hist_u = u;
+		s->hist_u = v;
 		s->cap_hist = cap;
 	}
-	for (size_t k = 0; k < s->n_run; k++) {
-		const struct job *jb = &s->jobs[s->run[k]];
-
-		a += jb->act * jb->rate * jb->n_gpus;
-	}
-	s->hist_t[s->n_hist] = (double)now / 1000.0;
-	s->hist_u[s->n_hist] = s->n_gpus ? a / s->n_gpus : 0;
-	if (s->hist_u[s->n_hist] > 1)
-		s->hist_u[s->n_hist] = 1;
+	s->hist_t[s->n_hist] = now;
+	s->hist_u[s->n_hist] = u;
 	s->n_hist++;
 	return 0;
 }
 
+/* Integrate activity, memory and power since the last instant; the sums
+ * over GPUs are the tree's, current as of the end of that instant. */
 static void account(struct sim *s, int64_t now)
 {
-	double dt = (double)(now - s->acc_ms);
+	double dt = (double)(now - s->acc_ms), a = s->tsum[3], m = s->tsum[3 + 2];
 
 	if (dt <= 0)
 		return;
-	for (int g = 0; g < s->n_gpus; g++) {
-		double a = 0, m = 0;
-
-		for (int k = 0; k < s->gpus[g].n; k++) {
-			const struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
-
-			a += jb->act * jb->rate;
-			m += (double)(jb->at_peak ? jb->true_mem : jb->true_mem / 10);
-		}
-		if (a > 1)
-			a = 1;
-		s->util_area += a * dt;
-		s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
-		s->energy += (s->c->idle_power_w +
-			      (s->c->max_power_w - s->c->idle_power_w) * a) *
-			     dt / 1000.0;
-	}
+	s->util_area += a * dt;
+	s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
+	s->energy += (s->c->idle_power_w * s->n_gpus +
+		      (s->c->max_power_w - s->c->idle_power_w) * a) *
+		     dt / 1000.0;
 	s->acc_ms = now;
 }
 
@@ -453,6 +549,7 @@ static void gpu_remove(struct sim *s, int g, int j)
 	for (int k = 0; k < gp->n; k++)
 		if (gp->jobs[k] == j) {
 			gp->jobs[k] = gp->jobs[--gp->n];
+			mark_gpu(s, g);
 			return;
 		}
 }
@@ -472,51 +569,62 @@ static bool queued_before(const struct sim *s, int a, int b)
 
 /* The queue is kept sorted, so a pass takes its first `window` jobs
  * without sorting thousands of waiting jobs every time. */
-static int enqueue(struct sim *s, int j)
+static void enqueue(struct sim *s, int j)
 {
-	size_t lo = 0, hi = s->n_queue;
+	size_t n = s->n_queue, lo = 0, hi = n;
+	int *q;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (queued_before(s, s->queue[mid], j))
+		if (queued_before(s, s->qbuf[s->qh + mid], j))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	memmove(s->queue + lo + 1, s->queue + lo, (s->n_queue - lo) * sizeof(int));
-	s->queue[lo] = j;
+	/* Move the shorter side; when that side has no room left, centre
+	 * the queue first (qcap > 2 x the most jobs ever queued). */
+	if ((lo <= n - lo && s->qh == 0) || (lo > n - lo && s->qh + n == s->qcap)) {
+		size_t h = (s->qcap - n) / 2;
+
+		memmove(s->qbuf + h, s->qbuf + s->qh, n * sizeof(int));
+		s->qh = h;
+	}
+	q = s->qbuf + s->qh;
+	if (lo <= n - lo) {
+		memmove(q - 1, q, lo * sizeof(int));
+		s->qh--;
+		q--;
+	} else {
+		memmove(q + lo + 1, q + lo, (n - lo) * sizeof(int));
+	}
+	q[lo] = j;
 	s->n_queue++;
 	s->jobs[j].state = J_QUEUED;
-	return 0;
-}
-
-static void dequeue(struct sim *s, int j)
-{
-	for (size_t k = 0; k < s->n_queue; k++)
-		if (s->queue[k] == j) {
-			memmove(s->queue + k, s->queue + k + 1,
-				(s->n_queue - k - 1) * sizeof(int));
-			s->n_queue--;
-			return;
-		}
+	if (s->o->window <= 0 || lo < (size_t)s->o->window)
+		s->may_start = true; /* the window changed */
 }
 
 static int stop_job(struct sim *s, int j, int64_t now)
 {
 	struct job *jb = &s->jobs[j];
-	int rc;
+	int gpus[COLLOC_SCHED_MAX_GPUS], rc;
+	size_t pos = (size_t)jb->run_pos;
 
+	memcpy(gpus, gpus_of(s, j), sizeof(int) * (size_t)jb->n_gpus);
 	for (int i = 0; i < jb->n_gpus; i++)
-		gpu_remove(s, jb->gpus[i], j);
-	for (size_t k = 0; k < s->n_run; k++)
-		if (s->run[k] == j) {
-			s->run[k] = s->run[--s->n_run];
-			break;
-		}
+		gpu_remove(s, gpus[i], j);
+	/* Swap-removal: the running list keeps the order a rebuild from a
+	 * list maintained the same way would have. */
+	if (pos != --s->n_run) {
+		s->rs[pos] = s->rs[s->n_run];
+		s->jobs[s->rs[pos].job_id].run_pos = (int)pos;
+	}
+	jb->run_pos = -1;
 	jb->version++; /* cancels its completion event */
+	s->may_start = true; /* capacity freed */
 	for (int i = 0; i < jb->n_gpus; i++)
-		if ((rc = retime_gpu(s, jb->gpus[i], now)))
+		if ((rc = retime_gpu(s, gpus[i], now)))
 			return rc;
 	return 0;
 }
@@ -524,12 +632,13 @@ static int stop_job(struct sim *s, int j, int64_t now)
 static int on_ramp(struct sim *s, int j, int64_t now)
 {
 	struct job *jb = &s->jobs[j];
+	const int *gpus = gpus_of(s, j);
 	bool oom = false;
 
 	/* The job now holds its true peak: does every GPU still fit? The job
 	 * allocating last is the one that fails, as in PyTorch. */
 	for (int i = 0; i < jb->n_gpus; i++) {
-		const struct gpu *g = &s->gpus[jb->gpus[i]];
+		const struct gpu *g = &s->gpus[gpus[i]];
 		uint64_t used = 0;
 
 		for (int k = 0; k < g->n; k++) {
@@ -542,7 +651,15 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 			oom = true;
 	}
 	if (!oom) {
+		struct colloc_sched_running *r = &s->rs[jb->run_pos];
+
 		jb->at_peak = true;
+		r->at_peak = true;
+		r->mem_used_bytes = jb->true_mem;
+		mark_job(s, j);
+		/* The scheduler held max(need, true / 10) for it until now. */
+		if (jb->true_mem < jb->need)
+			s->may_start = true;
 		return 0;
 	}
 	s->oom++;
@@ -570,7 +687,8 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 		jb->end_ms = now;
 		return 0;
 	}
-	return enqueue(s, j);
+	enqueue(s, j);
+	return 0;
 }
 
 static int on_finish(struct sim *s, int j, int64_t now)
@@ -583,118 +701,123 @@ static int on_finish(struct sim *s, int j, int64_t now)
 	return rc;
 }
 
+/* Job j starts now on the GPUs of decision d. */
+static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d,
+		     int64_t now)
+{
+	struct job *jb = &s->jobs[j];
+	struct colloc_sched_running *r;
+	int rc;
+
+	if (s->n_run == s->cap_run) {
+		size_t cap = s->cap_run ? s->cap_run * 2 : 1024;
+		struct colloc_sched_running *n = realloc(s->rs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->rs = n;
+		s->cap_run = cap;
+	}
+	jb->run_pos = (int)s->n_run;
+	r = &s->rs[s->n_run++];
+	memset(r, 0, sizeof(*r));
+	r->job_id = (uint64_t)j;
+	r->n_gpus = jb->n_gpus;
+	memcpy(r->gpus, d->gpus, sizeof(int) * (size_t)jb->n_gpus);
+	r->mem_need_bytes = jb->need;
+	r->mem_used_bytes = jb->true_mem / 10;
+	r->at_peak = false;
+	r->util_pred = jb->act;
+	r->exclusive = jb->exclusive;
+	jb->state = J_RUNNING;
+	jb->at_peak = false;
+	jb->start_ms = now;
+	if (jb->first_start_ms < 0)
+		jb->first_start_ms = now;
+	jb->last_ms = now;
+	jb->rate = 1;
+	for (int i = 0; i < jb->n_gpus; i++) {
+		struct gpu *g = &s->gpus[r->gpus[i]];
+
+		if (g->n == MAX_PER_GPU)
+			return COLLOC_ELIMIT;
+		g->jobs[g->n++] = j;
+		mark_gpu(s, r->gpus[i]);
+		if (g->n > 1)
+			for (int q = 0; q < g->n; q++)
+				s->jobs[g->jobs[q]].shared = true;
+	}
+	if ((rc = heap_push(s, (struct event){now + s->o->ramp_ms, 0, j, 0})))
+		return rc;
+	for (int i = 0; i < jb->n_gpus; i++)
+		if ((rc = retime_gpu(s, s->rs[jb->run_pos].gpus[i], now)))
+			return rc;
+	return 0;
+}
+
 static int schedule(struct sim *s, int64_t now)
 {
-	struct colloc_sched_gpu *gs = calloc((size_t)s->n_gpus, sizeof(*gs));
-	struct colloc_sched_running *rs = NULL;
-	struct colloc_sched_job *qs = NULL;
-	struct colloc_sched_decision *ds = NULL;
 	struct colloc_sched_state st;
 	struct colloc_diag diag = {{0}};
-	size_t n_run = 0, n_q = s->n_queue, n_dec = 0;
-	int rc = -ENOMEM;
+	size_t n_q = s->n_queue, n_dec = 0, gone;
+	int rc, rr;
 
-	if (n_q == 0) {
-		free(gs);
+	if (n_q == 0)
+		return 0;
+	if (!s->may_start) {
+		/* Provably the outcome of the last pass again: nothing. */
+		s->passes++;
 		return 0;
 	}
 	/* The scheduler looks at the first `window` jobs in queue order. */
-	if (s->o->window > 0 && n_q > (size_t)s->o->window)
-		n_q = (size_t)s->o->window;
-	rs = calloc(s->n_run + 1, sizeof(*rs));
-	qs = calloc(n_q, sizeof(*qs));
-	ds = calloc(n_q, sizeof(*ds));
-	if (!gs || !rs || !qs || !ds)
-		goto out;
-	for (int g = 0; g < s->n_gpus; g++) {
-		gs[g].node = g / s->c->gpus_per_node;
-		gs[g].mem_total_bytes = s->c->gpu_mem_bytes;
-		gs[g].usable = true;
-		for (int k = 0; k < s->gpus[g].n; k++) {
-			const struct job *jb = &s->jobs[s->gpus[g].jobs[k]];
-
-			gs[g].mem_used_bytes +=
-				jb->at_peak ? jb->true_mem : jb->true_mem / 10;
-			gs[g].util += jb->act * jb->rate;
-		}
-		if (gs[g].util > 1)
-			gs[g].util = 1;
-	}
-	for (size_t k = 0; k < s->n_run; k++) {
-		int j = s->run[k];
-		const struct job *jb = &s->jobs[j];
-		struct colloc_sched_running *r = &rs[n_run++];
-
-		r->job_id = (uint64_t)j;
-		r->n_gpus = jb->n_gpus;
-		memcpy(r->gpus, jb->gpus, sizeof(r->gpus));
-		r->mem_need_bytes = jb->need;
-		r->mem_used_bytes = jb->at_peak ? jb->true_mem : jb->true_mem / 10;
-		r->at_peak = jb->at_peak;
-		r->util_pred = jb->act;
-		r->exclusive = jb->exclusive;
-	}
+	if (n_q > s->n_window)
+		n_q = s->n_window;
+	flush(s);
 	for (size_t k = 0; k < n_q; k++) {
-		const struct job *jb = &s->jobs[s->queue[k]];
+		int j = s->qbuf[s->qh + k];
+		const struct job *jb = &s->jobs[j];
 
-		qs[k].id = (uint64_t)s->queue[k];
-		qs[k].priority = jb->prio;
-		qs[k].submit_ms = jb->submit_ms;
-		qs[k].n_gpus = jb->n_gpus;
-		qs[k].mem_need_bytes = jb->need;
-		qs[k].util_pred = jb->act;
-		qs[k].exclusive = jb->exclusive;
+		s->qs[k] = (struct colloc_sched_job){
+			.id = (uint64_t)j,
+			.n_gpus = jb->n_gpus,
+			.mem_need_bytes = jb->need,
+			.util_pred = jb->act,
+			.priority = jb->prio,
+			.submit_ms = jb->submit_ms,
+			.exclusive = jb->exclusive,
+		};
 	}
-	st.gpus = gs;
+	st.gpus = s->gs;
 	st.n_gpus = s->n_gpus;
-	st.running = rs;
-	st.n_running = n_run;
+	st.running = s->rs;
+	st.n_running = s->n_run;
 	st.now_ms = now;
 	st.rr_cursor = s->rr;
-	rc = colloc_sched_decide(&s->o->sched, &st, qs, n_q, ds, n_q, &n_dec, &s->rr,
+	rc = colloc_sched_decide(&s->o->sched, &st, s->qs, n_q, s->ds, n_q, &n_dec, &rr,
 				 &diag);
 	if (rc)
-		goto out;
+		return rc;
+	s->rr = rr;
 	s->passes++;
-	for (size_t k = 0; k < n_dec; k++) {
-		int j = (int)ds[k].job_id;
-		struct job *jb = &s->jobs[j];
+	/* A pass that started something may have left room for jobs that
+	 * were behind the window; one that started nothing is final until
+	 * something changes. */
+	s->may_start = n_dec > 0;
+	for (size_t k = 0; k < n_dec; k++)
+		if ((rc = start_job(s, (int)s->ds[k].job_id, &s->ds[k], now)))
+			return rc;
+	/* The jobs started were in the window: close the gaps they left
+	 * there, keeping the order, by moving the window's rest back. */
+	gone = n_q;
+	for (size_t k = n_q; k-- > 0;) {
+		int j = s->qbuf[s->qh + k];
 
-		dequeue(s, j);
-		s->run[s->n_run++] = j;
-		jb->state = J_RUNNING;
-		jb->at_peak = false;
-		jb->start_ms = now;
-		if (jb->first_start_ms < 0)
-			jb->first_start_ms = now;
-		jb->last_ms = now;
-		jb->rate = 1;
-		memcpy(jb->gpus, ds[k].gpus, sizeof(jb->gpus));
-		for (int i = 0; i < jb->n_gpus; i++) {
-			struct gpu *g = &s->gpus[jb->gpus[i]];
-
-			if (g->n == MAX_PER_GPU) {
-				rc = COLLOC_ELIMIT;
-				goto out;
-			}
-			g->jobs[g->n++] = j;
-			if (g->n > 1)
-				for (int q = 0; q < g->n; q++)
-					s->jobs[g->jobs[q]].shared = true;
-		}
-		if ((rc = heap_push(s, (struct event){now + s->o->ramp_ms, 0, j, 0})))
-			goto out;
-		for (int i = 0; i < jb->n_gpus; i++)
-			if ((rc = retime_gpu(s, jb->gpus[i], now)))
-				goto out;
+		if (s->jobs[j].state == J_QUEUED)
+			s->qbuf[s->qh + --gone] = j;
 	}
-	rc = 0;
-out:
-	free(gs);
-	free(rs);
-	free(qs);
-	free(ds);
-	return rc;
+	s->qh += gone;
+	s->n_queue -= gone;
+	return 0;
 }
 
 static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
@@ -791,60 +914,78 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	} else {
 		colloc_platform_default(&s.plat);
 	}
+	for (s.leaves = 1; s.leaves < s.n_gpus; s.leaves *= 2)
+		;
+	s.n_window = o->window > 0 && (size_t)o->window < s.n_jobs ? (size_t)o->window
+								   : s.n_jobs;
+	s.qcap = 2 * (s.n_jobs + 1);
+	s.qh = s.n_jobs + 1;
+	s.may_start = true;
 	s.jobs = calloc(s.n_jobs + 1, sizeof(*s.jobs));
 	s.gpus = calloc((size_t)s.n_gpus, sizeof(*s.gpus));
-	s.queue = calloc(s.n_jobs + 1, sizeof(*s.queue));
-	s.run = calloc(s.n_jobs + 1, sizeof(*s.run));
+	s.gs = calloc((size_t)s.n_gpus, sizeof(*s.gs));
+	s.dirty = calloc((size_t)s.n_gpus, sizeof(*s.dirty));
+	s.tsum = calloc((size_t)s.leaves * 6, sizeof(*s.tsum));
+	s.qbuf = calloc(s.qcap, sizeof(*s.qbuf));
+	s.qs = calloc(s.n_window + 1, sizeof(*s.qs));
+	s.ds = calloc(s.n_window + 1, sizeof(*s.ds));
 	out->jct_s = calloc(s.n_jobs + 1, sizeof(double));
 	waits = calloc(s.n_jobs + 1, sizeof(double));
 	out->series_t_s = calloc((size_t)o->series_points + 1, sizeof(double));
 	out->series_util = calloc((size_t)o->series_points + 1, sizeof(double));
-	if (!s.jobs || !s.gpus || !s.queue || !s.run || !out->jct_s || !waits ||
-	    !out->series_t_s || !out->series_util) {
+	if (!s.jobs || !s.gpus || !s.gs || !s.dirty || !s.tsum || !s.qbuf || !s.qs ||
+	    !s.ds || !out->jct_s || !waits || !out->series_t_s || !out->series_util) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
+	}
+	for (int g = 0; g < s.n_gpus; g++) {
+		s.gs[g].node = g / c->gpus_per_node;
+		s.gs[g].mem_total_bytes = c->gpu_mem_bytes;
+		s.gs[g].usable = true;
 	}
 	/* Identities, estimates and true memory, drawn in trace order so the
 	 * same seed gives the same cluster whatever the policy. */
 	for (size_t j = 0; j < s.n_jobs; j++) {
 		struct job *jb = &s.jobs[j];
 		const struct colloc_trace_job *tj = &trace->jobs[j];
+		int kind = tj->model[0] ? kind_of(tj->model) : -1;
+		int64_t batch;
+		uint64_t est;
 		double e;
 
-		jb->tj = tj;
 		jb->submit_ms = tj->submit_ms;
-		jb->kind = tj->model[0] ? kind_of(tj->model) : -1;
-		if (jb->kind < 0)
-			jb->kind = (int)(rng_next(&s.rng) % N_MIX);
-		jb->batch = tj->batch > 0 && kinds[jb->kind].zoo ? tj->batch
-								 : kinds[jb->kind].batch;
-		if ((rc = estimate_kind(&s, jb->kind, jb->batch, &jb->est, diag)))
+		if (kind < 0)
+			kind = (int)(rng_next(&s.rng) % N_MIX);
+		batch = tj->batch > 0 && kinds[kind].zoo ? tj->batch : kinds[kind].batch;
+		if ((rc = estimate_kind(&s, kind, batch, &est, diag)))
 			goto out;
 		e = rng_normal(&s.rng) * o->est_error;
 		if (e < -0.5)
 			e = -0.5;
-		jb->true_mem = (uint64_t)((double)jb->est * (1.0 + e));
-		jb->need = jb->est;
-		jb->act = kinds[jb->kind].activity;
+		jb->true_mem = (uint64_t)((double)est * (1.0 + e));
+		jb->need = est;
+		jb->act = kinds[kind].activity;
 		/* Interference identity: its Gavel type where there is a close
 		 * one (then the activity derived from Gavel's pairs is used),
 		 * else its busy fraction on the model's scale, where a job that
 		 * keeps a GPU fully busy sits near 1/3 (docs/interference.md). */
 		{
-			const char *gt = colloc_interference_gavel_type(
-				kinds[jb->kind].name, jb->batch);
+			const char *gt =
+				colloc_interference_gavel_type(kinds[kind].name, batch);
 
 			jb->ij.type = gt ? colloc_interference_type(s.im, gt) : -1;
 			jb->ij.activity = jb->act / 3.0;
 		}
 		jb->n_gpus =
-			tj->n_gpus > c->gpus_per_node ? c->gpus_per_node : tj->n_gpus;
+			(unsigned char)(tj->n_gpus > c->gpus_per_node ? c->gpus_per_node
+								      : tj->n_gpus);
 		/* A job wider than a node runs on one node for proportionally
 		 * longer (same GPU time). */
 		jb->work_ms = (double)tj->duration_ms * tj->n_gpus / jb->n_gpus;
 		jb->full_ms = jb->work_ms;
 		jb->prio = tj->priority;
 		jb->first_start_ms = -1;
+		jb->run_pos = -1;
 		jb->rate = 1;
 	}
 
@@ -855,7 +996,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 			/* Nothing can happen any more: jobs left queued can
 			 * never start (too big for any GPU). */
 			for (size_t k = 0; k < s.n_queue; k++) {
-				s.jobs[s.queue[k]].state = J_FAILED;
+				s.jobs[s.qbuf[s.qh + k]].state = J_FAILED;
 				done++;
 			}
 			s.n_queue = 0;
@@ -873,8 +1014,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 			if (jb->need + o->sched.headroom_bytes > c->gpu_mem_bytes) {
 				jb->state = J_FAILED; /* larger than any GPU */
 				done++;
-			} else if ((rc = enqueue(&s, (int)next_arrival))) {
-				goto out;
+			} else {
+				enqueue(&s, (int)next_arrival);
 			}
 			next_arrival++;
 		}
@@ -952,7 +1093,8 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 				double t = (double)first / 1000.0 +
 					   out->makespan_s * k / o->series_points;
 
-				while (h + 1 < s.n_hist && s.hist_t[h + 1] <= t)
+				while (h + 1 < s.n_hist &&
+				       (double)s.hist_t[h + 1] / 1000.0 <= t)
 					h++;
 				out->series_t_s[k] = t - (double)first / 1000.0;
 				out->series_util[k] = s.hist_u[h];
@@ -969,8 +1111,13 @@ out:
 	free(s.jobs);
 	free(s.gpus);
 	free(s.heap);
-	free(s.queue);
-	free(s.run);
+	free(s.gs);
+	free(s.rs);
+	free(s.dirty);
+	free(s.tsum);
+	free(s.qbuf);
+	free(s.qs);
+	free(s.ds);
 	free(s.hist_t);
 	free(s.hist_u);
 	free(waits);

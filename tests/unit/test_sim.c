@@ -175,6 +175,79 @@ static void test_no_job_lost_and_deterministic(void **state)
 	colloc_trace_destroy(t);
 }
 
+/* The cluster-wide integrals, on one GPU and on two: each dqn job keeps a
+ * generic GPU (idle 50 W, max 300 W) busy at 0.15 for 100 s, holding a
+ * tenth of its 1.5 GiB for 60 s (until its ramp-up), then all of it. */
+static void test_energy_and_memory(void **state)
+{
+	struct colloc_trace *t = parse(two_jobs);
+	struct colloc_sim_result r;
+	const char *clusters[] = {"1x1x40GiB", "1x2x40GiB"};
+	double makespans[] = {200, 100};
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		double gib_s = 2 * (60 * 0.15 + 40 * 1.5); /* both jobs */
+
+		run(t, clusters[k], COLLOC_POLICY_EXCLUSIVE, &r);
+		assert_true(fabs(r.makespan_s - makespans[k]) < 1e-9);
+		assert_true(fabs(r.energy_j - 2 * 100 * (50 + 250 * 0.15)) < 1e-6);
+		assert_true(fabs(r.gpu_util - 0.15) < 1e-9);
+		assert_true(fabs(r.mem_util - gib_s / (makespans[k] * (k + 1) * 40)) <
+			    1e-6);
+		colloc_sim_result_fini(&r);
+	}
+	colloc_trace_destroy(t);
+}
+
+/*
+ * The scheduler sees only the first `window` queued jobs, and every
+ * instant with a job queued counts as a pass, also one whose outcome is
+ * known without asking the scheduler (nothing changed since the last pass
+ * that started nothing). A 5 GiB GPU (512 MiB kept free); jobs with exact
+ * estimates: 1 and 2 are `recommendation` (3 GiB, activity 0.3, submitted
+ * at 0 and 1 s), 3 is `dqn` (1.5 GiB, at 2 s), 100 s each alone. Job 2
+ * never fits beside job 1; job 3 does (1.5 + 0.5 <= 5 - 3 GiB).
+ *
+ * Window 1: job 3 is behind job 2, unseen. Job 1 runs alone 0-100 s; job
+ * 2 starts at 100 s; job 3 is seen and starts at the next instant, job 2's
+ * ramp-up at 160 s. Waits 0, 99 and 158 s; passes at 0, 1, 2, 60 (job 1's
+ * ramp-up), 100 and 160 s. Window 256: job 3 starts beside job 1 at once.
+ */
+static void test_window(void **state)
+{
+	static const char text[] = "id,submit_s,duration_s,gpus,model\n"
+				   "1,0,100,1,recommendation\n"
+				   "2,1,100,1,recommendation\n"
+				   "3,2,100,1,dqn\n";
+	struct colloc_trace *t = parse(text);
+	struct colloc_sim_cluster c;
+	struct colloc_sim_opts o;
+	struct colloc_sim_result r;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	assert_int_equal(colloc_sim_cluster_parse("1x1x5GiB", &c, &diag), 0);
+	colloc_sim_opts_init(&o);
+	o.est_error = 0;
+	o.window = 1;
+	assert_int_equal(colloc_sim_run(t, &c, &o, &r, &diag), 0);
+	assert_int_equal(r.finished, 3);
+	assert_int_equal(r.jobs_lost, 0);
+	assert_int_equal(r.passes, 6);
+	assert_true(fabs(r.mean_wait_s - (0 + 99 + 158) / 3.0) < 1e-9);
+	assert_true(fabs(r.median_wait_s - 99) < 1e-9);
+	assert_true(fabs(r.p99_wait_s - 158) < 1e-9);
+	colloc_sim_result_fini(&r);
+	o.window = 256;
+	assert_int_equal(colloc_sim_run(t, &c, &o, &r, &diag), 0);
+	assert_int_equal(r.finished, 3);
+	assert_true(fabs(r.median_wait_s) < 1e-9);
+	assert_true(r.mean_wait_s < (0 + 99 + 158) / 3.0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +256,8 @@ int main(void)
 		cmocka_unit_test(test_too_big_fails_not_lost),
 		cmocka_unit_test(test_cluster_specs),
 		cmocka_unit_test(test_no_job_lost_and_deterministic),
+		cmocka_unit_test(test_energy_and_memory),
+		cmocka_unit_test(test_window),
 	};
 
 	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
