@@ -9,6 +9,11 @@
 #      < 10 ms), from the scheduler's own benchmark (test_sched, release).
 #   3. the daemon's idle CPU use at 1 s sampling (target < 1% of one core),
 #      over IDLE seconds; baseline: the same daemon sampling every 100 ms.
+#   4. the same on 8 "NVIDIA" GPUs (issue 6 target: sampling 8 GPUs once a
+#      second costs collocd < 1% of a core): collocd --gpus nvml against the
+#      fake libnvidia-ml.so.1 and libdcgm of tests/fake (tests/data/nvml/
+#      bench8.scn: 2 GPUs in MIG mode, processes, DCGM ratios); baseline: the
+#      4 simulated GPUs of part 3.
 #
 #   tools/bench_collocd.sh [BUILD_DIR] [N_JOBS] [IDLE_S]   (build, 40, 20)
 set -eu
@@ -27,8 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-start() { # start NAME SAMPLE_INTERVAL
-	"$B/collocd" --gpus "sim:4x40GiB,path=$T/$1.state" --socket "$T/$1.sock" --db "$T/$1.db" \
+start() { # start NAME SAMPLE_INTERVAL [GPUS]
+	"$B/collocd" --gpus "${3:-sim:4x40GiB,path=$T/$1.state}" --socket "$T/$1.sock" --db "$T/$1.db" \
 		--state-dir "$T/$1" --set "sample_interval=$2" 2>"$T/$1.log" &
 	DPID=$!
 	i=0
@@ -78,8 +83,8 @@ echo "== 2. one scheduling pass, 10,000 queued jobs on 1,000 GPUs"
 "$B/tests/test_sched" 2>&1 | grep -E "sched: one pass" | sed 's/^\[[^]]*\] *//; s/^/  /'
 
 echo "== 3. idle CPU of collocd (no jobs), ${IDLE} s"
-cpu_pct() { # cpu_pct NAME INTERVAL: % of one core used over IDLE seconds
-	start "$1" "$2"
+cpu_pct() { # cpu_pct NAME INTERVAL [GPUS]: % of one core used over IDLE seconds
+	start "$1" "$2" "${3:-}"
 	sleep 1
 	hz=$(getconf CLK_TCK)
 	a=$(awk '{print $14 + $15}' "/proc/$DPID/stat")
@@ -95,3 +100,15 @@ one=$(cpu_pct idle1s 1s)
 printf '  %-52s %8s %%\n' "baseline: sampling every 100 ms" "$base"
 printf '  %-52s %8s %%   (target < 1%%)\n' "sampling every 1 s" "$one"
 echo "$(getconf CLK_TCK) $IDLE" | awk '{printf "  (resolution: one clock tick over the interval = %.3f %%)\n", 100 / $1 / $2}'
+
+echo "== 4. collocd on 8 fake NVML GPUs (MIG, processes, DCGM), 1 s sampling, ${IDLE} s"
+fake=$B/tests/fake/full/libnvidia-ml.so.1
+if [ -r "$fake" ]; then
+	export COLLOC_NVML_LIBRARY="$fake" COLLOC_DCGM_LIBRARY="$B/tests/fake/full/libdcgm.so.4"
+	export FAKE_NVML_SCENARIO="$PWD/tests/data/nvml/bench8.scn"
+	nv=$(cpu_pct nvml8 1s nvml)
+	printf '  %-52s %8s %%\n' "baseline: 4 simulated GPUs (part 3)" "$one"
+	printf '  %-52s %8s %%   (target < 1%%)\n' "8 NVML GPUs, sampling every 1 s" "$nv"
+else
+	echo "  skipped: $fake not built (cmake --build $B --target fake_nvml_full fake_dcgm)"
+fi
