@@ -208,11 +208,11 @@ static void put_one(struct out *o, const char *name, const char *type, const cha
 	put_sample(o, name, NULL, 0, value);
 }
 
-static void put_daemon(struct out *o, struct cd_daemon *d, const struct cd_job *jobs,
-		       size_t n_jobs, uint64_t last_id, uint64_t lost)
+static void put_daemon(struct out *o, struct cd_daemon *d,
+		       const uint64_t by_state[CD_JOB_STATE_COUNT_],
+		       uint64_t oom_requeued, uint64_t last_id, uint64_t lost)
 {
 	const struct cd_config *cfg = cd_daemon_config(d);
-	uint64_t by_state[CD_JOB_STATE_COUNT_] = {0}, oom_requeued = 0;
 	struct cd_sched_counters sc;
 	struct label build[3] = {
 		{"version", COLLOC_VERSION},
@@ -221,14 +221,6 @@ static void put_daemon(struct out *o, struct cd_daemon *d, const struct cd_job *
 	};
 	char v[VALUE_MAX];
 
-	for (size_t k = 0; k < n_jobs; k++) {
-		if (jobs[k].state >= 0 && jobs[k].state < CD_JOB_STATE_COUNT_)
-			by_state[jobs[k].state]++;
-		/* The same rule as `colloc stats`: a job whose need an OOM
-		 * death raised keeps that source for good. */
-		if (strcmp(jobs[k].mem_source, "oom-retry") == 0)
-			oom_requeued++;
-	}
 	cd_daemon_sched_counters(d, &sc);
 
 	put_one(o, "colloc_up", "gauge",
@@ -545,7 +537,8 @@ int cd_metrics_render(struct cd_daemon *d, char **text, size_t *len,
 	struct job_row *rs = NULL;
 	struct cd_job *jobs = NULL;
 	size_t n_jobs = 0, n_rs = 0;
-	uint64_t last_id = 0, lost = 0;
+	uint64_t last_id = 0, lost = 0, oom_requeued = 0;
+	uint64_t by_state[CD_JOB_STATE_COUNT_];
 	int rc;
 
 	*text = NULL;
@@ -560,7 +553,12 @@ int cd_metrics_render(struct cd_daemon *d, char **text, size_t *len,
 		gs[g].up = cd_daemon_gpu_up(d, g);
 		snprintf(gs[g].index, sizeof(gs[g].index), "%u", g);
 	}
-	if ((rc = cd_store_job_list(store, ~0u, -1, 0, &jobs, &n_jobs, diag)) ||
+	/* Counts by one query; records only of the running jobs, so a scrape
+	 * costs the same with a long history. The same rule as `colloc
+	 * stats`: a job whose need an OOM death raised keeps that source. */
+	if ((rc = cd_store_job_counts(store, by_state, &oom_requeued, diag)) ||
+	    (rc = cd_store_job_list(store, 1u << CD_JOB_RUNNING, -1, 0, &jobs, &n_jobs,
+				    diag)) ||
 	    (rc = cd_store_last_id(store, &last_id, diag)) ||
 	    (rc = cd_store_event_count(store, "lost", &lost, diag)))
 		goto out;
@@ -585,7 +583,7 @@ int cd_metrics_render(struct cd_daemon *d, char **text, size_t *len,
 							 : ng;
 	}
 
-	put_daemon(&o, d, jobs, n_jobs, last_id, lost);
+	put_daemon(&o, d, by_state, oom_requeued, last_id, lost);
 	put_gpus(&o, gs, n_gpus);
 	put_jobs(&o, rs, n_rs, gs, n_gpus);
 	if (o.err) {

@@ -154,6 +154,7 @@ enum stmt_id {
 	ST_JOB_LIST,
 	ST_LAST_ID,
 	ST_EVENT_COUNT,
+	ST_JOB_COUNTS,
 	ST_EVENT_ADD,
 	ST_EVENT_LIST,
 	ST_PEAK_RECORD,
@@ -175,6 +176,9 @@ static const char *const stmt_sql[ST_COUNT_] = {
 			" ORDER BY id LIMIT ?7",
 	[ST_LAST_ID] = "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'",
 	[ST_EVENT_COUNT] = "SELECT COUNT(DISTINCT job_id) FROM events WHERE kind = ?1",
+	[ST_JOB_COUNTS] =
+		"SELECT state, COUNT(*), SUM(mem_source = 'oom-retry') FROM jobs"
+		" GROUP BY state",
 	[ST_EVENT_ADD] = "INSERT INTO events (job_id, ts_ms, kind, message)"
 			 " VALUES (?1, ?2, ?3, ?4)",
 	[ST_EVENT_LIST] = "SELECT ts_ms, kind, message FROM events WHERE job_id = ?1"
@@ -1006,6 +1010,27 @@ int cd_store_last_id(struct cd_store *store, uint64_t *id, struct colloc_diag *d
 }
 
 /* --- events ---------------------------------------------------------------- */
+
+int cd_store_job_counts(struct cd_store *store, uint64_t by_state[CD_JOB_STATE_COUNT_],
+			uint64_t *oom_retried, struct colloc_diag *diag)
+{
+	sqlite3_stmt *st = stmt_get(store, ST_JOB_COUNTS);
+	int src, rc = 0;
+
+	memset(by_state, 0, sizeof(uint64_t) * CD_JOB_STATE_COUNT_);
+	*oom_retried = 0;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t state = sqlite3_column_int64(st, 0);
+
+		if (state >= 0 && state < CD_JOB_STATE_COUNT_)
+			by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
+		*oom_retried += (uint64_t)sqlite3_column_int64(st, 2);
+	}
+	if (src != SQLITE_DONE)
+		rc = db_fail(store, src, "counting jobs", diag);
+	stmt_done(st);
+	return rc;
+}
 
 int cd_store_event_count(struct cd_store *store, const char *kind, uint64_t *n,
 			 struct colloc_diag *diag)

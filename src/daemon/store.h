@@ -74,6 +74,12 @@ int cd_store_job_list(struct cd_store *store, unsigned state_mask, int64_t uid,
 		      size_t limit, struct cd_job **jobs, size_t *n,
 		      struct colloc_diag *diag);
 
+/* How many jobs are in each state, and how many have had their need
+ * raised after an out-of-memory death (mem_source "oom-retry"). One query,
+ * whatever the number of jobs. */
+int cd_store_job_counts(struct cd_store *store, uint64_t by_state[CD_JOB_STATE_COUNT_],
+			uint64_t *oom_retried, struct colloc_diag *diag);
+
 /* The highest job id ever assigned (0 for an empty store). */
 int cd_store_last_id(struct cd_store *store, uint64_t *id, struct colloc_diag *diag);
 

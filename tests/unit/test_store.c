@@ -576,6 +576,39 @@ static void test_list_many(void **state)
 	cd_store_close(store);
 }
 
+/* Counts by state in one query, and the OOM-retried ones among them. */
+static void test_job_counts(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	uint64_t by[CD_JOB_STATE_COUNT_], oom = 99;
+	struct cd_job job;
+
+	(void)state;
+	assert_int_equal(cd_store_job_counts(store, by, &oom, &diag), 0);
+	for (int k = 0; k < CD_JOB_STATE_COUNT_; k++)
+		assert_int_equal(by[k], 0);
+	assert_int_equal(oom, 0);
+	for (int i = 0; i < 10; i++)
+		add_job(store,
+			i < 6	? CD_JOB_DONE
+			: i < 9 ? CD_JOB_QUEUED
+				: CD_JOB_FAILED,
+			1);
+	cd_job_init(&job);
+	assert_int_equal(cd_store_job_get(store, 7, &job, &diag), 0);
+	snprintf(job.mem_source, sizeof(job.mem_source), "oom-retry");
+	assert_int_equal(cd_store_job_update(store, &job, &diag), 0);
+	cd_job_fini(&job);
+	assert_int_equal(cd_store_job_counts(store, by, &oom, &diag), 0);
+	assert_int_equal(by[CD_JOB_DONE], 6);
+	assert_int_equal(by[CD_JOB_QUEUED], 3);
+	assert_int_equal(by[CD_JOB_FAILED], 1);
+	assert_int_equal(by[CD_JOB_RUNNING], 0);
+	assert_int_equal(oom, 1);
+	cd_store_close(store);
+}
+
 static void test_ids_never_reused(void **state)
 {
 	struct fixture *f = *state;
@@ -1044,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_job),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_list_many),
+		cmocka_unit_test(test_job_counts),
 		cmocka_unit_test_setup_teardown(test_ids_never_reused, setup, teardown),
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_peaks),
