@@ -1220,18 +1220,71 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 	return 0;
 }
 
-/* Whether the runs of a and b overlapped in time on a common GPU. */
-static bool shared_gpu(const struct cd_job *a, const struct cd_job *b, int64_t now)
-{
-	int64_t ae = a->end_ms ? a->end_ms : now, be = b->end_ms ? b->end_ms : now;
+/* One job's (last) run on one GPU, for counting jobs that shared one. */
+struct run_span {
+	const char *uuid;
+	int64_t start, end;
+	size_t job; /* index into the job array */
+};
 
-	if (!a->start_ms || !b->start_ms || a->start_ms >= be || b->start_ms >= ae)
-		return false;
-	for (int i = 0; i < a->n_assigned; i++)
-		for (int k = 0; k < b->n_assigned; k++)
-			if (strcmp(a->gpus[i], b->gpus[k]) == 0)
-				return true;
-	return false;
+static int cmp_span(const void *a, const void *b)
+{
+	const struct run_span *x = a, *y = b;
+	int c = strcmp(x->uuid, y->uuid);
+
+	if (c)
+		return c;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * How many jobs' last runs overlapped in time with another job's on one of
+ * their GPUs, in O(n log n): with a GPU's runs sorted by start, a run
+ * overlaps an earlier one exactly when the largest end before it is past
+ * its start, and a later one exactly when the next run starts before it
+ * ends. Returns 0, or -ENOMEM.
+ */
+static int count_shared(const struct cd_job *jobs, size_t n, int64_t now, uint64_t *out)
+{
+	struct run_span *sp;
+	bool *shared;
+	size_t m = 0;
+
+	*out = 0;
+	sp = calloc(n * COLLOC_SCHED_MAX_GPUS + 1, sizeof(*sp));
+	shared = calloc(n + 1, sizeof(*shared));
+	if (!sp || !shared) {
+		free(sp);
+		free(shared);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < n; k++)
+		for (int i = 0; jobs[k].start_ms && i < jobs[k].n_assigned; i++) {
+			sp[m].uuid = jobs[k].gpus[i];
+			sp[m].start = jobs[k].start_ms;
+			sp[m].end = jobs[k].end_ms ? jobs[k].end_ms : now;
+			sp[m++].job = k;
+		}
+	qsort(sp, m, sizeof(*sp), cmp_span);
+	for (size_t a = 0, b; a < m; a = b) {
+		int64_t max_end = INT64_MIN;
+
+		for (b = a; b < m && strcmp(sp[b].uuid, sp[a].uuid) == 0; b++)
+			;
+		for (size_t k = a; k < b; k++) {
+			if (max_end > sp[k].start ||
+			    (k + 1 < b && sp[k + 1].start < sp[k].end &&
+			     sp[k + 1].end > sp[k].start))
+				shared[sp[k].job] = true;
+			if (sp[k].end > max_end)
+				max_end = sp[k].end;
+		}
+	}
+	for (size_t k = 0; k < n; k++)
+		*out += shared[k];
+	free(sp);
+	free(shared);
+	return 0;
 }
 
 int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_diag *diag)
@@ -1256,7 +1309,9 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 		out->cancelled += j->state == CD_JOB_CANCELLED;
 		if (j->submit_ms < first)
 			first = j->submit_ms;
-		last = j->end_ms ? (j->end_ms > last ? j->end_ms : last) : now;
+		/* A job that has not ended keeps the makespan open until now. */
+		if ((j->end_ms ? j->end_ms : now) > last)
+			last = j->end_ms ? j->end_ms : now;
 		if (j->start_ms) {
 			wait += (double)(j->start_ms - j->submit_ms);
 			n_started++;
@@ -1269,12 +1324,9 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 			out->oom_requeued++;
 			out->oom_recovered += j->state == CD_JOB_DONE;
 		}
-		for (size_t i = 0; i < n; i++)
-			if (i != k && shared_gpu(j, &jobs[i], now)) {
-				out->shared_jobs++;
-				break;
-			}
 	}
+	if (count_shared(jobs, n, now, &out->shared_jobs) != 0)
+		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 	for (size_t k = 0; k < n; k++)
 		cd_job_fini(&jobs[k]);
 	free(jobs);
@@ -1285,7 +1337,7 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 	out->busy_s = d->busy_ms / 1000.0;
 	out->gpu_util_mean = d->busy_ms > 0 ? d->util_ms / d->busy_ms : 0;
 	out->mem_util_mean = d->busy_ms > 0 ? d->mem_ms / d->busy_ms : 0;
-	return cd_store_event_count(d->store, "lost", &out->lost, diag);
+	return rc ? rc : cd_store_event_count(d->store, "lost", &out->lost, diag);
 }
 
 /* --- life cycle ---------------------------------------------------------------- */
