@@ -27,6 +27,9 @@
  *
  * Ownership: inputs are read-only; decisions are written to a caller-owned
  * array. The function allocates scratch memory and frees it before return.
+ * A caller that runs many passes over one cluster can keep a scheduler
+ * context instead (colloc_sched_ctx_*, below): the same decisions, at a
+ * cost per pass that follows the queue and what changed, not the cluster.
  */
 #ifndef COLLOC_SCHED_H
 #define COLLOC_SCHED_H
@@ -127,5 +130,74 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 			const struct colloc_sched_job *queue, size_t n_queue,
 			struct colloc_sched_decision *out, size_t cap, size_t *n_out,
 			int *rr_cursor_out, struct colloc_diag *diag);
+
+/*
+ * A scheduler context: the same decisions as colloc_sched_decide(), for a
+ * caller that runs many passes over one cluster (the simulator, one pass
+ * per event) and knows what changed between them. It keeps the grouping
+ * of GPUs by node, the working view of every GPU and the search tree from
+ * pass to pass, and updates them only for the GPUs the caller sets and
+ * those the last pass placed jobs on; a pass then costs about what its
+ * queue and those changes cost, not what the cluster does.
+ *
+ * The caller describes each GPU by its colloc_sched_gpu row and a summary
+ * of its running jobs (struct colloc_sched_load, built with
+ * colloc_sched_load_add() over them in running-list order). With, for
+ * every GPU, the row and the summary of the running jobs on it of a
+ * colloc_sched_state, colloc_sched_ctx_decide() decides exactly what
+ * colloc_sched_decide() does on that state. Running jobs' GPU indices are
+ * not checked (the caller sums them). A context is not thread-safe; it
+ * owns its memory and none of the caller's.
+ */
+struct colloc_sched_ctx;
+
+/* What the running jobs on one GPU add to its row. Zero it, then add each
+ * job with colloc_sched_load_add(), in the order of the running list (the
+ * predictions' sum rounds in that order). */
+struct colloc_sched_load {
+	uint64_t reserved_bytes; /* not yet allocated by jobs short of peak */
+	double util_pred; /* their predictions' sum */
+	int n_jobs;
+	bool exclusive; /* one of them holds the GPU alone */
+	bool unusual; /* a prediction too large or not a number */
+};
+
+void colloc_sched_load_add(struct colloc_sched_load *load,
+			   const struct colloc_sched_running *r);
+
+/*
+ * Create a context for the cluster gpus[0..n_gpus) (copied), running
+ * nothing, with configuration *cfg (copied). Returns 0 and the context in
+ * *out, or a negative code (COLLOC_EUSAGE for an invalid GPU list,
+ * -ENOMEM) with a message; *out is NULL then.
+ */
+int colloc_sched_ctx_create(const struct colloc_sched_config *cfg,
+			    const struct colloc_sched_gpu *gpus, int n_gpus,
+			    struct colloc_sched_ctx **out, struct colloc_diag *diag);
+
+/* Free a context; NULL is a no-op. */
+void colloc_sched_ctx_destroy(struct colloc_sched_ctx *ctx);
+
+/*
+ * GPU g's row and running jobs are now *gpu and *load (both copied; load
+ * NULL: running nothing). Returns 0, or COLLOC_EUSAGE (nothing changed)
+ * for a GPU that does not exist or a row whose node differs from the one
+ * the context was created with.
+ */
+int colloc_sched_ctx_set_gpu(struct colloc_sched_ctx *ctx, int g,
+			     const struct colloc_sched_gpu *gpu,
+			     const struct colloc_sched_load *load,
+			     struct colloc_diag *diag);
+
+/*
+ * colloc_sched_decide() on the context's cluster at now_ms with round-robin
+ * cursor rr_cursor: same queue, output, cursor and errors (of the queue).
+ * Placements made here are not kept: the caller starts the jobs and sets
+ * their GPUs before the next pass.
+ */
+int colloc_sched_ctx_decide(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_cursor,
+			    const struct colloc_sched_job *queue, size_t n_queue,
+			    struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+			    int *rr_cursor_out, struct colloc_diag *diag);
 
 #endif

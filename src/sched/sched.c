@@ -16,6 +16,11 @@
  *    that node.
  * A pass builds the tree only after a few plain scans, on clusters large
  * enough, and for inputs without non-finite numbers (see struct pass).
+ * A context (struct colloc_sched_ctx, at the end) keeps the working view,
+ * the node grouping and the tree between passes, and puts back only the
+ * GPUs its caller set and those its last pass placed jobs on; its passes
+ * read the tree from their first search, which decides nothing: a search
+ * by the tree finds what the scan finds.
  * tests/unit/test_sched.c holds decisions recorded from the plain scan on
  * random inputs (tests/sched/random_golden.txt) and checks them all.
  */
@@ -105,7 +110,7 @@ struct summ {
 
 struct pass {
 	const struct colloc_sched_config *cfg;
-	const struct colloc_sched_state *st;
+	int n; /* GPUs */
 	struct wgpu *w;
 	int cursor; /* round-robin: the GPU to try first */
 	int *by_node; /* GPU indices grouped by node, in order of nodes' first GPU */
@@ -150,6 +155,12 @@ struct pass {
 		bool excl;
 	} fails[16];
 	int n_fails;
+	/* A context's pass (struct colloc_sched_ctx): the GPUs whose working
+	 * view differs from what the caller last set, to put back before the
+	 * next pass. NULL in colloc_sched_decide's own pass. */
+	int *touched;
+	bool *is_touched;
+	int n_touched;
 };
 
 static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
@@ -231,7 +242,7 @@ static double lu_score(double util, int g)
 /* Lower is better. */
 static double score(const struct pass *p, const struct colloc_sched_job *j, int g)
 {
-	int n = p->st->n_gpus;
+	int n = p->n;
 
 	/* The smallest instance that fits, before any shared GPU: instances
 	 * exist to take the small jobs (below every other policy's score). */
@@ -328,7 +339,7 @@ static void tree_leaf(struct pass *p, int b)
 	struct summ *s = &p->tree[p->leaves + b];
 
 	summ_clear(p, s);
-	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->st->n_gpus; g++)
+	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->n; g++)
 		summ_add_gpu(p, s, g);
 }
 
@@ -367,7 +378,7 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 		return false;
 	switch (cfg->policy) {
 	case COLLOC_POLICY_ROUND_ROBIN: {
-		int n = p->st->n_gpus;
+		int n = p->n;
 
 		*lb = lo >= p->cursor  ? (double)(lo - p->cursor)
 		      : hi < p->cursor ? (double)(lo - p->cursor + n)
@@ -453,7 +464,7 @@ static bool may_improve(const struct best *b, double lb, int lo)
 static void search(const struct pass *p, const struct want *q, size_t k, int lo,
 		   int width, double lb, struct best *b)
 {
-	int half = width / 2, n = p->st->n_gpus;
+	int half = width / 2, n = p->n;
 	double lbs[2] = {0, 0};
 	bool ok[2];
 
@@ -542,7 +553,7 @@ static bool refused_as_before(const struct pass *p, const struct colloc_sched_jo
 	uint64_t max_free_empty = 0;
 	double min_pred_busy = 1e300;
 
-	for (int g = 0; g < p->st->n_gpus; g++) {
+	for (int g = 0; g < p->n; g++) {
 		const struct wgpu *w = &p->w[g];
 		uint64_t f;
 
@@ -564,14 +575,13 @@ static bool refused_as_before(const struct pass *p, const struct colloc_sched_jo
 /* place() by looking at every GPU, every node, as the rules are written. */
 static bool place_plain(const struct pass *p, const struct colloc_sched_job *j, int *out)
 {
-	const struct colloc_sched_state *st = p->st;
 	double best_total = 0;
 	bool found = false;
 
 	if (j->n_gpus == 1) {
 		double best = 0;
 
-		for (int g = 0; g < st->n_gpus; g++) {
+		for (int g = 0; g < p->n; g++) {
 			double s;
 
 			if (!candidate(p, j, g))
@@ -604,7 +614,6 @@ static bool place_plain(const struct pass *p, const struct colloc_sched_job *j, 
 /* Choose job j's GPUs into out[]; false if it cannot start now. */
 static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 {
-	const struct colloc_sched_state *st = p->st;
 	struct want q = {j, 0, 0, {true, true}};
 	double best_total = 0, lb = 0;
 	int n_ok = 0, first = 0, best_node = 0;
@@ -625,7 +634,7 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 			return false;
 		return place_plain(p, j, out);
 	}
-	if (!bound(p, &q, &p->tree[1], 0, st->n_gpus - 1, &lb))
+	if (!bound(p, &q, &p->tree[1], 0, p->n - 1, &lb))
 		return false;
 	if (j->n_gpus == 1) {
 		struct best b = {0, 0, false};
@@ -677,14 +686,14 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Group GPUs by node (stable, nodes in order of their first GPU). */
-static int group_nodes(struct pass *p)
+static int group_nodes(struct pass *p, const struct colloc_sched_gpu *gpus)
 {
-	const struct colloc_sched_state *st = p->st;
-	int n = st->n_gpus, *first_of;
+	int n = p->n, *first_of;
 
-	p->by_node = malloc(sizeof(int) * (size_t)n);
+	/* One more: a context may have no GPUs, and malloc(0) may fail. */
+	p->by_node = malloc(sizeof(int) * ((size_t)n + 1));
 	p->node_start = malloc(sizeof(int) * ((size_t)n + 1));
-	first_of = p->node_of = malloc(sizeof(int) * (size_t)n); /* GPU -> rank */
+	first_of = p->node_of = malloc(sizeof(int) * ((size_t)n + 1)); /* GPU -> rank */
 	if (!p->by_node || !p->node_start || !first_of)
 		return -ENOMEM;
 	/* Rank nodes by first appearance with a small open-addressing map
@@ -708,13 +717,13 @@ static int group_nodes(struct pass *p)
 			keys[k] = -1, ranks[k] = -1;
 		p->n_nodes = 0;
 		for (int g = 0; g < n; g++) {
-			unsigned node = (unsigned)st->gpus[g].node;
+			unsigned node = (unsigned)gpus[g].node;
 			size_t h = (size_t)((uint64_t)node * 2654435761u) & (cap - 1);
 
-			while (ranks[h] >= 0 && keys[h] != st->gpus[g].node)
+			while (ranks[h] >= 0 && keys[h] != gpus[g].node)
 				h = (h + 1) & (cap - 1);
 			if (ranks[h] < 0) {
-				keys[h] = st->gpus[g].node;
+				keys[h] = gpus[g].node;
 				ranks[h] = p->n_nodes++;
 			}
 			first_of[g] = ranks[h];
@@ -734,11 +743,22 @@ static int group_nodes(struct pass *p)
 	return 0;
 }
 
+/* GPU g's working view is to be put back before a context's next pass. */
+static void mark_touched(struct pass *p, int g)
+{
+	if (!p->is_touched[g]) {
+		p->is_touched[g] = true;
+		p->touched[p->n_touched++] = g;
+	}
+}
+
 static void commit(struct pass *p, const struct colloc_sched_job *j, const int *gpus)
 {
 	for (int k = 0; k < j->n_gpus; k++) {
 		struct wgpu *w = &p->w[gpus[k]];
 
+		if (p->touched)
+			mark_touched(p, gpus[k]);
 		w->committed += j->mem_need_bytes;
 		w->util += j->util_pred;
 		w->pred += j->util_pred;
@@ -790,28 +810,18 @@ static int cmp_queue(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Free-memory levels for the summaries: quantiles of what the jobs still
- * queued need, so that most searches read minima over nearly only the GPUs
- * with room enough. Only the policies whose scores read a key use them.
- * They affect speed, never decisions. */
-static void choose_levels(struct pass *p, const struct colloc_sched_job *queue,
-			  const struct qkey *rest, size_t n_rest)
+/* Free-memory levels for the summaries from t[0..n) (sorted here), the
+ * needs plus headroom of a sample of queued jobs: quantiles, so that most
+ * searches read minima over nearly only the GPUs with room enough. Only the
+ * policies whose scores read a key use them. They affect speed, never
+ * decisions. */
+static void levels_from(struct pass *p, uint64_t *t, size_t n)
 {
-	uint64_t t[LEVEL_SAMPLE];
-	size_t n = 0;
-
 	p->level[0] = 0;
 	p->n_levels = 1;
 	if (p->cfg->policy != COLLOC_POLICY_ESTIMATE_AWARE &&
 	    p->cfg->policy != COLLOC_POLICY_LEAST_UTILIZED)
 		return;
-	/* A sample, evenly spaced, is enough for quantiles. */
-	for (size_t k = 0; k < n_rest; k += n_rest / LEVEL_SAMPLE + 1) {
-		const struct colloc_sched_job *j = &queue[rest[k].idx];
-
-		if (j->mem_need_bytes <= UINT64_MAX - p->cfg->headroom_bytes)
-			t[n++] = j->mem_need_bytes + p->cfg->headroom_bytes;
-	}
 	qsort(t, n, sizeof(*t), cmp_u64);
 	/* From the least need (below it a GPU is of no use to any job) to the
 	 * largest. */
@@ -823,28 +833,41 @@ static void choose_levels(struct pass *p, const struct colloc_sched_job *queue,
 	}
 }
 
-/* Build the search tree and the node summaries for the jobs rest[0..n_rest)
- * still to decide. On failure (out of memory) the pass carries on without
- * them: the same decisions, more slowly. */
-static void build_index(struct pass *p, const struct colloc_sched_job *queue,
-			const struct qkey *rest, size_t n_rest)
+/* Levels for the jobs rest[0..n_rest) still to decide. */
+static void choose_levels(struct pass *p, const struct colloc_sched_job *queue,
+			  const struct qkey *rest, size_t n_rest)
 {
-	const struct colloc_sched_state *st = p->st;
+	uint64_t t[LEVEL_SAMPLE];
+	size_t n = 0;
+
+	/* A sample, evenly spaced, is enough for quantiles. */
+	for (size_t k = 0; k < n_rest; k += n_rest / LEVEL_SAMPLE + 1) {
+		const struct colloc_sched_job *j = &queue[rest[k].idx];
+
+		if (j->mem_need_bytes <= UINT64_MAX - p->cfg->headroom_bytes)
+			t[n++] = j->mem_need_bytes + p->cfg->headroom_bytes;
+	}
+	levels_from(p, t, n);
+}
+
+/* The search tree's and node summaries' memory; false if out of memory. */
+static bool alloc_index(struct pass *p)
+{
 	size_t n_nodes = (size_t)p->n_nodes;
 
-	for (p->leaves = 1; (size_t)p->leaves * BUCKET < (size_t)st->n_gpus;
-	     p->leaves *= 2)
+	for (p->leaves = 1; (size_t)p->leaves * BUCKET < (size_t)p->n; p->leaves *= 2)
 		;
 	p->tree = malloc(2 * (size_t)p->leaves * sizeof(*p->tree));
 	p->node_own = malloc(n_nodes * sizeof(*p->node_own));
 	p->node_bucket = malloc(n_nodes * sizeof(*p->node_bucket));
 	p->node_lb = malloc(n_nodes * sizeof(*p->node_lb));
 	p->node_ok = malloc(n_nodes * sizeof(*p->node_ok));
-	if (!p->tree || !p->node_own || !p->node_bucket || !p->node_lb || !p->node_ok) {
-		p->plain = true;
-		return;
-	}
-	choose_levels(p, queue, rest, n_rest);
+	return p->tree && p->node_own && p->node_bucket && p->node_lb && p->node_ok;
+}
+
+/* Summarise every GPU into the tree and the nodes, at p's levels. */
+static void fill_index(struct pass *p)
+{
 	for (int b = 0; b < p->leaves; b++)
 		tree_leaf(p, b);
 	for (size_t k = (size_t)p->leaves - 1; k >= 1; k--)
@@ -857,12 +880,38 @@ static void build_index(struct pass *p, const struct colloc_sched_job *queue,
 		 * whether they are one bucket. */
 		p->node_bucket[k] = -1;
 		if (first % BUCKET == 0 &&
-		    size == (st->n_gpus - first < BUCKET ? st->n_gpus - first : BUCKET) &&
+		    size == (p->n - first < BUCKET ? p->n - first : BUCKET) &&
 		    p->by_node[p->node_start[k + 1] - 1] == first + size - 1)
 			p->node_bucket[k] = first / BUCKET;
 		node_refresh(p, k);
 	}
+}
+
+/* Build the search tree and the node summaries for the jobs rest[0..n_rest)
+ * still to decide. On failure (out of memory) the pass carries on without
+ * them: the same decisions, more slowly. */
+static void build_index(struct pass *p, const struct colloc_sched_job *queue,
+			const struct qkey *rest, size_t n_rest)
+{
+	if (!alloc_index(p)) {
+		p->plain = true;
+		return;
+	}
+	choose_levels(p, queue, rest, n_rest);
+	fill_index(p);
 	p->built = true;
+}
+
+static int validate_queue(const struct colloc_sched_job *queue, size_t n_queue,
+			  struct colloc_diag *diag)
+{
+	for (size_t k = 0; k < n_queue; k++)
+		if (queue[k].n_gpus < 1 || queue[k].n_gpus > COLLOC_SCHED_MAX_GPUS)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "job %llu asks for %d GPUs (1..%d)",
+					       (unsigned long long)queue[k].id,
+					       queue[k].n_gpus, COLLOC_SCHED_MAX_GPUS);
+	return 0;
 }
 
 static int validate(const struct colloc_sched_state *st,
@@ -886,13 +935,46 @@ static int validate(const struct colloc_sched_state *st,
 					"not exist",
 					(unsigned long long)r->job_id, r->gpus[i]);
 	}
-	for (size_t k = 0; k < n_queue; k++)
-		if (queue[k].n_gpus < 1 || queue[k].n_gpus > COLLOC_SCHED_MAX_GPUS)
-			return colloc_diag_set(diag, COLLOC_EUSAGE,
-					       "job %llu asks for %d GPUs (1..%d)",
-					       (unsigned long long)queue[k].id,
-					       queue[k].n_gpus, COLLOC_SCHED_MAX_GPUS);
-	return 0;
+	return validate_queue(queue, n_queue, diag);
+}
+
+/*
+ * Decide the queued jobs in order[0..n_queue) (queue order) on p's working
+ * view: writes up to cap decisions to out and returns their count. With
+ * lazy_index, a pass that may use the search tree builds it after
+ * PLAIN_SCANS searches; without, p->built says whether it is there.
+ */
+static size_t run_queue(struct pass *p, int64_t now_ms,
+			const struct colloc_sched_job *queue, const struct qkey *order,
+			size_t n_queue, struct colloc_sched_decision *out, size_t cap,
+			bool lazy_index)
+{
+	int gpus[COLLOC_SCHED_MAX_GPUS] = {0};
+	size_t n_dec = 0;
+
+	for (size_t k = 0; k < n_queue && n_dec < cap; k++) {
+		const struct colloc_sched_job *j = &queue[order[k].idx];
+
+		if (lazy_index && !p->built && !p->plain && p->scans >= PLAIN_SCANS &&
+		    p->n >= TREE_MIN_GPUS)
+			build_index(p, queue, order + k, n_queue - k);
+		if (place(p, j, gpus)) {
+			struct colloc_sched_decision *d = &out[n_dec++];
+
+			commit(p, j, gpus);
+			d->job_id = j->id;
+			d->n_gpus = j->n_gpus;
+			memcpy(d->gpus, gpus, sizeof(int) * (size_t)j->n_gpus);
+			p->cursor = (gpus[j->n_gpus - 1] + 1) % p->n;
+			continue;
+		}
+		remember_fail(p, j);
+		/* Cannot start: later jobs may (backfill), unless this one has
+		 * waited long enough to hold the line. */
+		if (!p->cfg->backfill || now_ms - j->submit_ms >= p->cfg->starve_ms)
+			break;
+	}
+	return n_dec;
 }
 
 int colloc_sched_decide(const struct colloc_sched_config *cfg,
@@ -903,7 +985,6 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 {
 	struct pass p;
 	struct qkey *order = NULL;
-	int gpus[COLLOC_SCHED_MAX_GPUS] = {0};
 	size_t n_dec = 0;
 	int rc;
 
@@ -916,11 +997,11 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 		return 0;
 	memset(&p, 0, sizeof(p));
 	p.cfg = cfg;
-	p.st = st;
+	p.n = st->n_gpus;
 	p.cursor = st->rr_cursor < 0 ? 0 : st->rr_cursor % st->n_gpus;
 	p.w = calloc((size_t)st->n_gpus, sizeof(*p.w));
 	order = malloc(n_queue * sizeof(*order));
-	if (!p.w || !order || group_nodes(&p)) {
+	if (!p.w || !order || group_nodes(&p, st->gpus)) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -967,28 +1048,7 @@ int colloc_sched_decide(const struct colloc_sched_config *cfg,
 	}
 	qsort(order, n_queue, sizeof(*order), cmp_queue);
 
-	for (size_t k = 0; k < n_queue && n_dec < cap; k++) {
-		const struct colloc_sched_job *j = &queue[order[k].idx];
-
-		if (!p.built && !p.plain && p.scans >= PLAIN_SCANS &&
-		    st->n_gpus >= TREE_MIN_GPUS)
-			build_index(&p, queue, order + k, n_queue - k);
-		if (place(&p, j, gpus)) {
-			struct colloc_sched_decision *d = &out[n_dec++];
-
-			commit(&p, j, gpus);
-			d->job_id = j->id;
-			d->n_gpus = j->n_gpus;
-			memcpy(d->gpus, gpus, sizeof(int) * (size_t)j->n_gpus);
-			p.cursor = (gpus[j->n_gpus - 1] + 1) % st->n_gpus;
-			continue;
-		}
-		remember_fail(&p, j);
-		/* Cannot start: later jobs may (backfill), unless this one has
-		 * waited long enough to hold the line. */
-		if (!cfg->backfill || st->now_ms - j->submit_ms >= cfg->starve_ms)
-			break;
-	}
+	n_dec = run_queue(&p, st->now_ms, queue, order, n_queue, out, cap, true);
 	*n_out = n_dec;
 	if (rr_cursor_out)
 		*rr_cursor_out = p.cursor;
@@ -1004,4 +1064,277 @@ out:
 	free(p.tree);
 	free(p.w);
 	return rc;
+}
+
+/*
+ * The context: a pass whose working view, node grouping and search tree
+ * outlive it. w[g] is what the caller last set for GPU g (row and load)
+ * except for the GPUs in p.touched, set since or placed on by the last
+ * pass, which the next pass recomputes first. The tree, once built,
+ * summarises w as it is outside the touched GPUs.
+ */
+struct colloc_sched_ctx {
+	struct colloc_sched_config cfg;
+	struct pass p;
+	struct colloc_sched_gpu *gpus; /* rows as last set */
+	struct colloc_sched_load *load; /* loads as last set */
+	bool *odd; /* GPU g keeps passes plain (see struct pass) */
+	int n_odd;
+	bool indexed; /* the tree is allocated and summarises w */
+	bool no_index; /* out of memory for it once: scan */
+	unsigned *stamp; /* bucket -> the pass that last refreshed it */
+	unsigned pass_no;
+	/* Needs (plus headroom) of recent queued jobs, a ring, from which the
+	 * tree's levels are chosen again every RELEVEL_PASSES tree passes. */
+	uint64_t sample[LEVEL_SAMPLE];
+	size_t n_sample, next_sample;
+	unsigned since_levels;
+	struct qkey *order;
+	size_t cap_order;
+};
+
+/* Tree passes between two choices of levels; the tree is summarised again
+ * (a cost of a few scans) only when the levels change. */
+#define RELEVEL_PASSES 256
+/* Queued jobs per pass whose needs go into the ring. */
+#define SAMPLE_PER_PASS 16
+
+void colloc_sched_load_add(struct colloc_sched_load *load,
+			   const struct colloc_sched_running *r)
+{
+	/* As colloc_sched_decide builds its working view. */
+	if (!r->at_peak && r->mem_need_bytes > r->mem_used_bytes)
+		load->reserved_bytes += r->mem_need_bytes - r->mem_used_bytes;
+	load->util_pred += r->util_pred;
+	load->n_jobs++;
+	if (r->exclusive)
+		load->exclusive = true;
+	if (!sane(r->util_pred))
+		load->unusual = true;
+}
+
+/* w[g] from the row and load last set, as colloc_sched_decide computes it. */
+static void derive(struct colloc_sched_ctx *ctx, int g)
+{
+	const struct colloc_sched_gpu *row = &ctx->gpus[g];
+	const struct colloc_sched_load *l = &ctx->load[g];
+	struct wgpu *w = &ctx->p.w[g];
+
+	w->total = row->mem_total_bytes;
+	w->committed = row->mem_used_bytes + l->reserved_bytes;
+	w->util = row->util;
+	w->pred = l->util_pred;
+	w->jobs = l->n_jobs;
+	w->closed = !row->usable || l->exclusive;
+	w->isolated = row->isolated;
+	if (w->pred > w->util)
+		w->util = w->pred;
+}
+
+void colloc_sched_ctx_destroy(struct colloc_sched_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->order);
+	free(ctx->stamp);
+	free(ctx->p.is_touched);
+	free(ctx->p.touched);
+	free(ctx->p.node_ok);
+	free(ctx->p.node_lb);
+	free(ctx->p.node_bucket);
+	free(ctx->p.node_own);
+	free(ctx->p.node_of);
+	free(ctx->p.node_start);
+	free(ctx->p.by_node);
+	free(ctx->p.tree);
+	free(ctx->p.w);
+	free(ctx->odd);
+	free(ctx->load);
+	free(ctx->gpus);
+	free(ctx);
+}
+
+int colloc_sched_ctx_create(const struct colloc_sched_config *cfg,
+			    const struct colloc_sched_gpu *gpus, int n_gpus,
+			    struct colloc_sched_ctx **out, struct colloc_diag *diag)
+{
+	struct colloc_sched_ctx *ctx;
+	size_t n = n_gpus > 0 ? (size_t)n_gpus : 0;
+
+	*out = NULL;
+	if (n_gpus < 0 || (n_gpus > 0 && !gpus))
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid GPU list");
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	ctx->cfg = *cfg;
+	ctx->p.cfg = &ctx->cfg;
+	ctx->p.n = n_gpus;
+	/* One more of each: no zero-size allocations. */
+	ctx->gpus = malloc((n + 1) * sizeof(*ctx->gpus));
+	ctx->load = calloc(n + 1, sizeof(*ctx->load));
+	ctx->odd = calloc(n + 1, sizeof(*ctx->odd));
+	ctx->p.w = calloc(n + 1, sizeof(*ctx->p.w));
+	ctx->p.touched = malloc((n + 1) * sizeof(*ctx->p.touched));
+	ctx->p.is_touched = calloc(n + 1, sizeof(*ctx->p.is_touched));
+	ctx->stamp = calloc(n / BUCKET + 2, sizeof(*ctx->stamp));
+	if (!ctx->gpus || !ctx->load || !ctx->odd || !ctx->p.w || !ctx->p.touched ||
+	    !ctx->p.is_touched || !ctx->stamp || group_nodes(&ctx->p, gpus)) {
+		colloc_sched_ctx_destroy(ctx);
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	}
+	if (n > 0)
+		memcpy(ctx->gpus, gpus, n * sizeof(*gpus));
+	for (int g = 0; g < n_gpus; g++) {
+		derive(ctx, g);
+		/* The search tree's bounds know nothing of instances. */
+		ctx->odd[g] = !sane(gpus[g].util) || gpus[g].isolated;
+		ctx->n_odd += ctx->odd[g];
+	}
+	*out = ctx;
+	return 0;
+}
+
+int colloc_sched_ctx_set_gpu(struct colloc_sched_ctx *ctx, int g,
+			     const struct colloc_sched_gpu *gpu,
+			     const struct colloc_sched_load *load,
+			     struct colloc_diag *diag)
+{
+	static const struct colloc_sched_load none;
+	bool odd;
+
+	if (g < 0 || g >= ctx->p.n)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "GPU %d does not exist", g);
+	if (gpu->node != ctx->gpus[g].node)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "GPU %d moved from node %d to %d", g,
+				       ctx->gpus[g].node, gpu->node);
+	if (!load)
+		load = &none;
+	odd = !sane(gpu->util) || gpu->isolated || load->unusual;
+	ctx->n_odd += (int)odd - (int)ctx->odd[g];
+	ctx->odd[g] = odd;
+	ctx->gpus[g] = *gpu;
+	ctx->load[g] = *load;
+	mark_touched(&ctx->p, g);
+	return 0;
+}
+
+/* Put the touched GPUs' working view back to what was set, and their
+ * summaries with it. */
+static void restore(struct colloc_sched_ctx *ctx)
+{
+	struct pass *p = &ctx->p;
+
+	ctx->pass_no++;
+	for (int k = 0; k < p->n_touched; k++) {
+		p->is_touched[p->touched[k]] = false;
+		derive(ctx, p->touched[k]);
+	}
+	for (int k = 0; k < p->n_touched && ctx->indexed; k++) {
+		int g = p->touched[k], b = g / BUCKET;
+
+		/* Each bucket once, with all its GPUs put back. */
+		if (ctx->stamp[b] != ctx->pass_no) {
+			ctx->stamp[b] = ctx->pass_no;
+			tree_update(p, b);
+		}
+		node_refresh(p, p->node_of[g]);
+	}
+	p->n_touched = 0;
+}
+
+/* Keep the ring of needs; choose the tree's levels again when due. Returns
+ * whether the tree can be used. */
+static bool ready_index(struct colloc_sched_ctx *ctx,
+			const struct colloc_sched_job *queue, size_t n_queue)
+{
+	struct pass *p = &ctx->p;
+	uint64_t t[LEVEL_SAMPLE], old[MAX_LEVELS];
+	int n_old = p->n_levels;
+
+	for (size_t k = 0; k < n_queue; k += n_queue / SAMPLE_PER_PASS + 1) {
+		const struct colloc_sched_job *j = &queue[k];
+
+		if (j->mem_need_bytes > UINT64_MAX - ctx->cfg.headroom_bytes)
+			continue;
+		ctx->sample[ctx->next_sample] =
+			j->mem_need_bytes + ctx->cfg.headroom_bytes;
+		ctx->next_sample = (ctx->next_sample + 1) % LEVEL_SAMPLE;
+		if (ctx->n_sample < LEVEL_SAMPLE)
+			ctx->n_sample++;
+	}
+	if (ctx->no_index)
+		return false;
+	if (!ctx->indexed) {
+		if (!alloc_index(p)) {
+			ctx->no_index = true;
+			return false;
+		}
+		memcpy(t, ctx->sample, ctx->n_sample * sizeof(*t));
+		levels_from(p, t, ctx->n_sample);
+		fill_index(p);
+		ctx->indexed = true;
+		ctx->since_levels = 0;
+		return true;
+	}
+	if (++ctx->since_levels < RELEVEL_PASSES)
+		return true;
+	ctx->since_levels = 0;
+	memcpy(old, p->level, sizeof(old));
+	memcpy(t, ctx->sample, ctx->n_sample * sizeof(*t));
+	levels_from(p, t, ctx->n_sample);
+	if (p->n_levels != n_old ||
+	    memcmp(old, p->level, (size_t)n_old * sizeof(*old)) != 0)
+		fill_index(p);
+	return true;
+}
+
+int colloc_sched_ctx_decide(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_cursor,
+			    const struct colloc_sched_job *queue, size_t n_queue,
+			    struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+			    int *rr_cursor_out, struct colloc_diag *diag)
+{
+	struct pass *p = &ctx->p;
+	bool plain;
+	int rc;
+
+	*n_out = 0;
+	if (rr_cursor_out)
+		*rr_cursor_out = rr_cursor;
+	if ((rc = validate_queue(queue, n_queue, diag)))
+		return rc;
+	if (p->n == 0 || n_queue == 0)
+		return 0;
+	if (n_queue > ctx->cap_order) {
+		struct qkey *o = realloc(ctx->order, n_queue * sizeof(*o));
+
+		if (!o)
+			return colloc_diag_set(diag, -ENOMEM, "out of memory");
+		ctx->order = o;
+		ctx->cap_order = n_queue;
+	}
+	restore(ctx);
+	plain = ctx->n_odd > 0;
+	for (size_t k = 0; k < n_queue; k++) {
+		if (!sane(queue[k].util_pred))
+			plain = true;
+		ctx->order[k].priority = queue[k].priority;
+		ctx->order[k].submit_ms = queue[k].submit_ms;
+		ctx->order[k].id = queue[k].id;
+		ctx->order[k].idx = k;
+	}
+	qsort(ctx->order, n_queue, sizeof(*ctx->order), cmp_queue);
+	p->plain = plain;
+	p->n_fails = 0;
+	p->scans = 0;
+	p->cursor = rr_cursor < 0 ? 0 : rr_cursor % p->n;
+	/* Whether a search reads the tree or scans decides nothing (the
+	 * tree's bounds are exact where they are used); colloc_sched_decide
+	 * scans first because it builds the tree at each pass. */
+	p->built = !plain && p->n >= TREE_MIN_GPUS && ready_index(ctx, queue, n_queue);
+	*n_out = run_queue(p, now_ms, queue, ctx->order, n_queue, out, cap, false);
+	if (rr_cursor_out)
+		*rr_cursor_out = p->cursor;
+	return 0;
 }

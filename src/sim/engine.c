@@ -13,8 +13,9 @@
  *
  * Scale: the work per event is proportional to what changed (the GPUs of
  * the jobs that started, stopped or changed speed), never to the cluster or
- * the number of jobs; see struct sim. What remains per pass is the
- * scheduler core's own work (docs/simulator.md, Performance).
+ * the number of jobs; see struct sim. So is the scheduler core's work per
+ * pass, through a scheduler context (colloc_sched_ctx), plus its queue's
+ * (docs/simulator.md, Performance).
  *
  * Not here: trace parsing (trace*.c), placement rules (sched.c), the
  * memory estimates (estimate/).
@@ -266,7 +267,9 @@ struct event {
  *  - the scheduler's view of every GPU (gs) and the running list (rs) are
  *    kept from pass to pass; a GPU whose jobs, rates or memory changed is
  *    marked dirty and recomputed from its jobs (in their order, so every
- *    sum rounds as a from-scratch rebuild does) before the next pass;
+ *    sum rounds as a from-scratch rebuild does) before the next pass, and
+ *    handed, with its jobs' summary, to the scheduler core's context (sc),
+ *    which keeps its own working view and search tree between passes;
  *  - cluster totals for the metrics (activity, memory) are sums over a
  *    tree of per-GPU values, updated along one path per dirty GPU;
  *  - a pass that provably starts nothing is not run (see may_start).
@@ -279,6 +282,8 @@ struct sim {
 	struct gpu *gpus;
 	int n_gpus;
 	struct colloc_sched_gpu *gs; /* the scheduler's view of each GPU */
+	struct colloc_sched_ctx *sc; /* the scheduler core's, told of each
+				      * dirty GPU as it is flushed */
 	struct colloc_sched_running *rs; /* running jobs, in start order as
 					  * maintained by swap-removal */
 	size_t n_run, cap_run;
@@ -405,6 +410,30 @@ static void mark_job(struct sim *s, int j)
 		mark_gpu(s, g[i]);
 }
 
+/* Tell the scheduler context GPU g's row and the summary of its jobs,
+ * taken in running-list order as colloc_sched_decide takes them from it. */
+static void sched_load(struct sim *s, int g)
+{
+	const struct gpu *gp = &s->gpus[g];
+	struct colloc_sched_load l;
+	int by_pos[MAX_PER_GPU] = {0}, n = gp->n;
+
+	memset(&l, 0, sizeof(l));
+	for (int k = 0; k < n; k++) {
+		int pos = s->jobs[gp->jobs[k]].run_pos, i = k;
+
+		while (i > 0 && by_pos[i - 1] > pos) {
+			by_pos[i] = by_pos[i - 1];
+			i--;
+		}
+		by_pos[i] = pos;
+	}
+	for (int k = 0; k < n; k++)
+		colloc_sched_load_add(&l, &s->rs[by_pos[k]]);
+	/* Cannot fail: g exists and its node never changes. */
+	(void)colloc_sched_ctx_set_gpu(s->sc, g, &s->gs[g], &l, NULL);
+}
+
 /* Bring the dirty GPUs' view and the sum tree up to date. Each GPU's sums
  * are taken over its jobs in order, exactly as a rebuild of every GPU
  * computes them. */
@@ -428,6 +457,7 @@ static void flush(struct sim *s)
 		v->mem_used_bytes = used;
 		v->util = u > 1 ? 1 : u;
 		s->gpus[g].dirty = false;
+		sched_load(s, g);
 		t = &s->tsum[3 * ((size_t)s->leaves + (size_t)g)];
 		t[0] = v->util;
 		t[1] = u;
@@ -619,6 +649,8 @@ static int stop_job(struct sim *s, int j, int64_t now)
 	if (pos != --s->n_run) {
 		s->rs[pos] = s->rs[s->n_run];
 		s->jobs[s->rs[pos].job_id].run_pos = (int)pos;
+		/* Its GPUs' predicted activity now adds in another order. */
+		mark_job(s, (int)s->rs[pos].job_id);
 	}
 	jb->run_pos = -1;
 	jb->version++; /* cancels its completion event */
@@ -757,7 +789,6 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 
 static int schedule(struct sim *s, int64_t now)
 {
-	struct colloc_sched_state st;
 	struct colloc_diag diag = {{0}};
 	size_t n_q = s->n_queue, n_dec = 0, gone;
 	int rc, rr;
@@ -787,14 +818,8 @@ static int schedule(struct sim *s, int64_t now)
 			.exclusive = jb->exclusive,
 		};
 	}
-	st.gpus = s->gs;
-	st.n_gpus = s->n_gpus;
-	st.running = s->rs;
-	st.n_running = s->n_run;
-	st.now_ms = now;
-	st.rr_cursor = s->rr;
-	rc = colloc_sched_decide(&s->o->sched, &st, s->qs, n_q, s->ds, n_q, &n_dec, &rr,
-				 &diag);
+	rc = colloc_sched_ctx_decide(s->sc, now, s->rr, s->qs, n_q, s->ds, n_q, &n_dec,
+				     &rr, &diag);
 	if (rc)
 		return rc;
 	s->rr = rr;
@@ -942,6 +967,16 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		s.gs[g].node = g / c->gpus_per_node;
 		s.gs[g].mem_total_bytes = c->gpu_mem_bytes;
 		s.gs[g].usable = true;
+	}
+	/* Through a local: the analyzer loses s's other pointers when the
+	 * address of one of its members escapes. */
+	{
+		struct colloc_sched_ctx *sc = NULL;
+
+		rc = colloc_sched_ctx_create(&o->sched, s.gs, s.n_gpus, &sc, diag);
+		s.sc = sc;
+		if (rc)
+			goto out;
 	}
 	/* Identities, estimates and true memory, drawn in trace order so the
 	 * same seed gives the same cluster whatever the policy. */
@@ -1111,6 +1146,7 @@ out:
 	free(s.jobs);
 	free(s.gpus);
 	free(s.heap);
+	colloc_sched_ctx_destroy(s.sc);
 	free(s.gs);
 	free(s.rs);
 	free(s.dirty);

@@ -644,6 +644,206 @@ static void test_random_golden(void **state)
 	assert_int_equal(k, GOLDEN_ALL);
 }
 
+/* GPU g's load from the running list, in its order (as the caller of a
+ * context sums it). */
+static void load_of(const struct colloc_sched_running *run, size_t n_run, int g,
+		    struct colloc_sched_load *l)
+{
+	memset(l, 0, sizeof(*l));
+	for (size_t r = 0; r < n_run; r++)
+		for (int i = 0; i < run[r].n_gpus; i++)
+			if (run[r].gpus[i] == g)
+				colloc_sched_load_add(l, &run[r]);
+}
+
+static void ctx_mark(bool *dirty, const struct colloc_sched_running *r)
+{
+	for (int i = 0; i < r->n_gpus; i++)
+		dirty[r->gpus[i]] = true;
+}
+
+/* Both ways on one state: the same decisions and cursor. */
+static void ctx_compare(int k, int round, struct colloc_sched_ctx *ctx,
+			const struct rcase *c, const struct colloc_sched_job *q,
+			size_t n_q, size_t cap, struct colloc_sched_decision *d1,
+			struct colloc_sched_decision *d2, size_t *n_dec)
+{
+	struct colloc_diag diag = {{0}};
+	size_t n1 = 0, n2 = 0;
+	int cur1 = -2, cur2 = -2;
+
+	assert_int_equal(
+		colloc_sched_decide(&c->cfg, &c->st, q, n_q, d1, cap, &n1, &cur1, &diag),
+		0);
+	assert_int_equal(colloc_sched_ctx_decide(ctx, c->st.now_ms, c->st.rr_cursor, q,
+						 n_q, d2, cap, &n2, &cur2, &diag),
+			 0);
+	if (n1 != n2 || cur1 != cur2)
+		fail_msg("case %d round %d: %zu decisions, cursor %d; context: %zu, %d",
+			 k, round, n1, cur1, n2, cur2);
+	for (size_t i = 0; i < n1; i++)
+		if (d1[i].job_id != d2[i].job_id || d1[i].n_gpus != d2[i].n_gpus ||
+		    memcmp(d1[i].gpus, d2[i].gpus, sizeof(int) * (size_t)d1[i].n_gpus) !=
+			    0)
+			fail_msg("case %d round %d: decision %zu differs (job %llu / "
+				 "%llu)",
+				 k, round, i, (unsigned long long)d1[i].job_id,
+				 (unsigned long long)d2[i].job_id);
+	*n_dec = n1;
+}
+
+/*
+ * The context decides what colloc_sched_decide does: every random case of
+ * test_random_golden, then rounds of a cluster that changes between passes
+ * as the simulator's does (decided jobs start, running jobs reach their
+ * peak or stop -- swap-removed from the running list --, GPUs change
+ * activity or usability, queues of a few jobs as of many), with only the
+ * changed GPUs set in the context.
+ */
+static void test_ctx_equivalence(void **state)
+{
+	enum { ROUNDS = 12 };
+
+	(void)state;
+	for (int k = 0; k < GOLDEN_ALL; k++) {
+		struct rcase c;
+		struct colloc_sched_ctx *ctx = NULL;
+		struct colloc_diag diag = {{0}};
+		struct colloc_sched_running *run;
+		struct colloc_sched_decision *d1, *d2;
+		struct colloc_sched_job *q;
+		size_t n_run, cap_run, n_q, n_dec = 0;
+		bool *dirty;
+		uint64_t x = 0x5eedull + (uint64_t)k;
+
+		rcase_make(&c, k);
+		cap_run = c.st.n_running + c.n_jobs + 1;
+		run = calloc(cap_run, sizeof(*run));
+		d1 = calloc(c.n_jobs + 1, sizeof(*d1));
+		d2 = calloc(c.n_jobs + 1, sizeof(*d2));
+		q = calloc(c.n_jobs + 1, sizeof(*q));
+		dirty = calloc((size_t)c.st.n_gpus + 1, sizeof(*dirty));
+		assert_true(run && d1 && d2 && q && dirty);
+		n_run = c.st.n_running;
+		if (n_run)
+			memcpy(run, c.run, n_run * sizeof(*run));
+		memcpy(q, c.jobs, c.n_jobs * sizeof(*q));
+		n_q = c.n_jobs;
+		assert_int_equal(
+			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
+			0);
+		for (int g = 0; g < c.st.n_gpus; g++)
+			dirty[g] = true;
+		for (int round = 0; round < ROUNDS; round++) {
+			size_t window = n_q;
+
+			for (int g = 0; g < c.st.n_gpus; g++) {
+				struct colloc_sched_load l;
+
+				if (!dirty[g])
+					continue;
+				dirty[g] = false;
+				load_of(run, n_run, g, &l);
+				assert_int_equal(colloc_sched_ctx_set_gpu(
+							 ctx, g, &c.gpus[g], &l, &diag),
+						 0);
+			}
+			c.st.running = run;
+			c.st.n_running = n_run;
+			/* Mostly the simulator's passes: a few jobs. */
+			if (round > 0 && rng_below(&x, 3) != 0)
+				window = n_q < 3 ? n_q : (size_t)(1 + rng_below(&x, 3));
+			ctx_compare(k, round, ctx, &c, q, window,
+				    round == 0 ? c.cap : window, d1, d2, &n_dec);
+			/* Start what was decided; the queue loses those jobs. */
+			for (size_t i = 0; i < n_dec; i++) {
+				struct colloc_sched_running *r = &run[n_run++];
+				size_t at = 0;
+
+				while (q[at].id != d1[i].job_id)
+					at++;
+				memset(r, 0, sizeof(*r));
+				r->job_id = q[at].id;
+				r->n_gpus = d1[i].n_gpus;
+				memcpy(r->gpus, d1[i].gpus,
+				       sizeof(int) * (size_t)r->n_gpus);
+				r->mem_need_bytes = q[at].mem_need_bytes;
+				r->util_pred = q[at].util_pred;
+				r->exclusive = q[at].exclusive;
+				ctx_mark(dirty, r);
+				memmove(&q[at], &q[at + 1], (n_q - at - 1) * sizeof(*q));
+				n_q--;
+			}
+			/* Some reach their peak, some stop. */
+			for (size_t r = 0; r < n_run; r++) {
+				if (rng_below(&x, 4) == 0 && !run[r].at_peak) {
+					run[r].at_peak = true;
+					run[r].mem_used_bytes = run[r].mem_need_bytes / 2;
+					ctx_mark(dirty, &run[r]);
+				} else if (rng_below(&x, 5) == 0) {
+					ctx_mark(dirty, &run[r]);
+					run[r] = run[--n_run];
+					/* Moved: its GPUs' sums add in another order. */
+					if (r < n_run)
+						ctx_mark(dirty, &run[r]);
+				}
+			}
+			/* And a GPU or two changes. */
+			for (int m = rng_below(&x, 3); m > 0 && c.st.n_gpus > 0; m--) {
+				int g = rng_below(&x, c.st.n_gpus);
+
+				c.gpus[g].util = 0.05 * rng_below(&x, 21);
+				c.gpus[g].usable = rng_below(&x, 12) != 0;
+				c.gpus[g].mem_used_bytes = rng_gib(&x, 20);
+				dirty[g] = true;
+			}
+			c.st.now_ms += (int64_t)1000 * rng_below(&x, 60);
+			c.st.rr_cursor = rng_below(&x, 2 * c.st.n_gpus + 2) - 1;
+			if (n_q == 0)
+				break;
+		}
+		colloc_sched_ctx_destroy(ctx);
+		free(dirty);
+		free(q);
+		free(d2);
+		free(d1);
+		free(run);
+		rcase_free(&c);
+	}
+}
+
+/* The context's own errors. */
+static void test_ctx_errors(void **state)
+{
+	struct colloc_sched_config cfg;
+	struct colloc_sched_gpu gpus[2] = {{0, 1 << 30, 0, 0, true, false},
+					   {0, 1 << 30, 0, 0, true, false}};
+	struct colloc_sched_gpu moved = gpus[0];
+	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false};
+	struct colloc_sched_decision d[1];
+	struct colloc_sched_ctx *ctx = NULL;
+	struct colloc_diag diag = {{0}};
+	size_t n = 7;
+
+	(void)state;
+	colloc_sched_config_init(&cfg);
+	colloc_sched_ctx_destroy(NULL);
+	assert_int_equal(colloc_sched_ctx_create(&cfg, NULL, 2, &ctx, &diag),
+			 COLLOC_EUSAGE);
+	assert_null(ctx);
+	assert_int_equal(colloc_sched_ctx_create(&cfg, gpus, 2, &ctx, &diag), 0);
+	assert_int_equal(colloc_sched_ctx_set_gpu(ctx, 2, gpus, NULL, &diag),
+			 COLLOC_EUSAGE);
+	moved.node = 1;
+	assert_int_equal(colloc_sched_ctx_set_gpu(ctx, 0, &moved, NULL, &diag),
+			 COLLOC_EUSAGE);
+	assert_int_equal(
+		colloc_sched_ctx_decide(ctx, 0, 0, &bad, 1, d, 1, &n, NULL, &diag),
+		COLLOC_EUSAGE);
+	assert_int_equal(n, 0);
+	colloc_sched_ctx_destroy(ctx);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -652,7 +852,7 @@ static int cmp_str(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	static char *names[128];
-	static struct CMUnitTest tests[132];
+	static struct CMUnitTest tests[134];
 	struct dirent *de;
 	size_t n = 0, t = 0;
 	DIR *d;
@@ -684,6 +884,8 @@ int main(int argc, char **argv)
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_policy_names);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_random_golden);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_big_pass);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_equivalence);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_errors);
 	failed = _cmocka_run_group_tests("sched", tests, t, NULL, NULL);
 	for (size_t k = 0; k < n; k++)
 		free(names[k]);
