@@ -20,6 +20,7 @@
 
 #include "colloc/sched.h"
 #include "colloc/units.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "daemon/launcher.h"
 #include "daemon/mps.h"
@@ -89,22 +90,6 @@ struct cd_daemon {
 	uid_t euid;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void logf_(struct cd_daemon *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -136,7 +121,7 @@ static void event(struct cd_daemon *d, uint64_t id, const char *kind, const char
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (cd_store_event_add(d->store, id, wall_ms(), kind, msg, &diag))
+	if (cd_store_event_add(d->store, id, colloc__wall_ms(), kind, msg, &diag))
 		logf_(d, "job %llu: cannot record event: %s", (unsigned long long)id,
 		      diag.msg);
 	logf_(d, "job %llu: %s: %s", (unsigned long long)id, kind, msg);
@@ -321,7 +306,7 @@ struct cd_store *cd_daemon_store(struct cd_daemon *d)
 
 double cd_daemon_uptime_s(const struct cd_daemon *d)
 {
-	return (double)(mono_ms() - d->created_ms) / 1000.0;
+	return (double)(colloc__mono_ms() - d->created_ms) / 1000.0;
 }
 
 bool cd_daemon_gpu_up(const struct cd_daemon *d, unsigned index)
@@ -433,7 +418,7 @@ int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *i
 		  uint64_t *reserved_bytes, uint64_t *jobs, size_t cap, size_t *n_jobs,
 		  struct colloc_diag *diag)
 {
-	int64_t now = wall_ms();
+	int64_t now = colloc__wall_ms();
 
 	if (index >= d->n_gpus)
 		return colloc_diag_set(diag, COLLOC_ENOTFOUND, "no GPU %u", index);
@@ -513,7 +498,7 @@ static void finish(struct cd_daemon *d, struct cd_job *job)
 	job->sup_pid = 0;
 	job->sup_start = 0;
 	job->job_pgid = 0;
-	job->end_ms = wall_ms();
+	job->end_ms = colloc__wall_ms();
 	if (rc) {
 		job->state = CD_JOB_FAILED;
 		snprintf(job->reason, sizeof(job->reason),
@@ -585,7 +570,7 @@ static void finish(struct cd_daemon *d, struct cd_job *job)
 commit:
 	if (job->peak_bytes > 0 && job->state != CD_JOB_CANCELLED &&
 	    cd_store_peak_record(d->store, job->key, job->id, job->peak_bytes,
-				 job->util_mean, wall_ms(), &diag))
+				 job->util_mean, colloc__wall_ms(), &diag))
 		logf_(d, "job %llu: cannot record its peak: %s",
 		      (unsigned long long)job->id, diag.msg);
 	if (save(d, job) == 0)
@@ -708,7 +693,7 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 		off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s",
 					k ? "," : "", job->gpus[k]);
 	}
-	job->start_ms = wall_ms();
+	job->start_ms = colloc__wall_ms();
 	job->end_ms = 0;
 	job->exit_code = -1;
 	job->term_signal = 0;
@@ -756,7 +741,7 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 	cJSON_Delete(tenv);
 	if (rc) {
 		job->state = CD_JOB_FAILED;
-		job->end_ms = wall_ms();
+		job->end_ms = colloc__wall_ms();
 		snprintf(job->reason, sizeof(job->reason), "cannot launch: %s", diag.msg);
 		event(d, job->id, "setup-failed", "%s", job->reason);
 		(void)save(d, job);
@@ -799,7 +784,7 @@ static double gpu_activity(const struct colloc_gpu_info *in, const char **src)
 static void sample(struct cd_daemon *d)
 {
 	struct colloc_diag diag = {{0}};
-	int64_t now = mono_ms();
+	int64_t now = colloc__mono_ms();
 	double dt = d->prev_sample_ms > 0 ? (double)(now - d->prev_sample_ms) : 0;
 	double gpu_util = 0, mem = 0;
 
@@ -829,7 +814,7 @@ static void sample(struct cd_daemon *d)
 		struct cd_gpu_sample *h =
 			&d->hist[(size_t)g * CD_HISTORY_MAX + d->hist_next];
 
-		h->ts_ms = wall_ms();
+		h->ts_ms = colloc__wall_ms();
 		h->mem_used_bytes = d->info[g].mem_used_bytes;
 		h->util_pct = d->info[g].util_pct;
 		h->sm_active = d->info[g].sm_active;
@@ -946,7 +931,7 @@ static void schedule(struct cd_daemon *d)
 	struct colloc_sched_state st;
 	struct cd_job *jobs = NULL;
 	size_t n = 0, n_q = 0, n_r = 0, n_dec = 0;
-	int64_t now = wall_ms();
+	int64_t now = colloc__wall_ms();
 
 	if (cd_store_job_list(d->store, (1u << CD_JOB_QUEUED) | (1u << CD_JOB_RUNNING),
 			      -1, 0, &jobs, &n, &diag)) {
@@ -1102,7 +1087,7 @@ int cd_daemon_cancel(struct cd_daemon *d, const struct cd_peer *peer, uint64_t i
 			(unsigned long long)id, cd_job_state_name(job->state));
 	if (job->state == CD_JOB_QUEUED) {
 		job->state = CD_JOB_CANCELLED;
-		job->end_ms = wall_ms();
+		job->end_ms = colloc__wall_ms();
 		snprintf(job->reason, sizeof(job->reason), "cancelled before it started");
 		if ((rc = cd_store_job_update(d->store, job, diag)))
 			return rc;
@@ -1208,7 +1193,7 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 	job->util_pred = req->util >= 0	 ? req->util
 			 : hist_util > 0 ? hist_util
 					 : d->cfg.default_util;
-	job->submit_ms = wall_ms();
+	job->submit_ms = colloc__wall_ms();
 	if ((rc = cd_store_job_insert(d->store, job, diag))) {
 		cd_job_fini(job);
 		return rc;
@@ -1291,7 +1276,7 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 {
 	struct cd_job *jobs = NULL;
 	size_t n = 0, n_started = 0, n_ended = 0;
-	int64_t now = wall_ms(), first = INT64_MAX, last = 0;
+	int64_t now = colloc__wall_ms(), first = INT64_MAX, last = 0;
 	double wait = 0, jct = 0;
 	int rc;
 
@@ -1388,7 +1373,7 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 	d->cfg = *cfg;
 	d->log = log;
 	d->euid = geteuid();
-	d->created_ms = mono_ms();
+	d->created_ms = colloc__mono_ms();
 	d->last_sample_ms = INT64_MIN;
 	if ((size_t)snprintf(d->logs_dir, sizeof(d->logs_dir), "%s/logs",
 			     cfg->state_dir) >= sizeof(d->logs_dir) ||

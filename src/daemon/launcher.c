@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "colloc/units.h"
+#include "common/clock.h"
 
 #define HANDSHAKE_TIMEOUT_MS 5000
 #define STATUS_MAX_BYTES 8192
@@ -105,22 +106,6 @@ struct sup_ctx {
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* execve() wants char *const[]; the strings are never written. Copying the
  * pointer's bytes drops the const without a cast that -Wcast-qual flags. */
@@ -898,7 +883,7 @@ static int sup_wait(pid_t job, int64_t grace_ms)
 		if (w < 0)
 			return -1;
 		if (armed) {
-			int64_t left = kill_at - mono_ms();
+			int64_t left = kill_at - colloc__mono_ms();
 			struct timespec ts;
 
 			if (left <= 0) {
@@ -919,7 +904,7 @@ static int sup_wait(pid_t job, int64_t grace_ms)
 			kill(-job, SIGCONT);
 			if (!armed && !killed) {
 				armed = true;
-				kill_at = mono_ms() + grace_ms;
+				kill_at = colloc__mono_ms() + grace_ms;
 			}
 		}
 	}
@@ -933,7 +918,7 @@ static int sup_wait(pid_t job, int64_t grace_ms)
  */
 static void sup_reap(pid_t pgid, int64_t limit_ms)
 {
-	int64_t deadline = mono_ms() + limit_ms;
+	int64_t deadline = colloc__mono_ms() + limit_ms;
 	sigset_t set;
 
 	sigemptyset(&set);
@@ -949,7 +934,7 @@ static void sup_reap(pid_t pgid, int64_t limit_ms)
 			return; /* no children at all */
 		if (kill(-pgid, 0) != 0 && errno == ESRCH)
 			return;
-		left = deadline - mono_ms();
+		left = deadline - colloc__mono_ms();
 		if (left <= 0)
 			return;
 		if (left > 50)
@@ -1020,7 +1005,7 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	memset(&st, 0, sizeof(st));
 	st.stdout_offset = c->out_off;
 	st.stderr_offset = c->err_off;
-	st.start_ms = wall_ms();
+	st.start_ms = colloc__wall_ms();
 	job = fork();
 	if (job < 0)
 		sup_abort(c->hs_fd, STAGE_SUP_FORK, errno);
@@ -1059,7 +1044,7 @@ static _Noreturn void supervise(struct sup_ctx *c)
 		}
 	}
 	close(ep[0]);
-	st.end_ms = wall_ms();
+	st.end_ms = colloc__wall_ms();
 	/* Whatever the job left in its group would keep GPU memory. */
 	kill(-job, SIGKILL);
 	sup_reap(job, LEFTOVER_WAIT_MS);
@@ -1249,11 +1234,11 @@ static int open_status_dir(const struct cd_launch_spec *s, int *fd_out,
 /* Wait up to HANDSHAKE_TIMEOUT_MS for the supervisor's report. */
 static int await_report(int fd, struct report *r)
 {
-	int64_t deadline = mono_ms() + HANDSHAKE_TIMEOUT_MS;
+	int64_t deadline = colloc__mono_ms() + HANDSHAKE_TIMEOUT_MS;
 
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - colloc__mono_ms();
 		int n;
 
 		if (left <= 0)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/files.h"
 
 int cd_mps_dirs(const char *base, const char *uuid, char *pipe_dir, char *log_dir,
@@ -29,14 +30,6 @@ int cd_mps_dirs(const char *base, const char *uuid, char *pipe_dir, char *log_di
 		return colloc_diag_set(diag, COLLOC_ELIMIT,
 				       "MPS directory under '%s' too long", base);
 	return 0;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -109,7 +102,7 @@ static int run_control(const char *control, const char *base, const char *uuid,
 		}
 	}
 	close(in[1]);
-	deadline = mono_ms() + timeout_ms;
+	deadline = colloc__mono_ms() + timeout_ms;
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		struct timespec ts = {0, 10 * 1000000L};
@@ -122,7 +115,7 @@ static int run_control(const char *control, const char *base, const char *uuid,
 			close(err[0]);
 			return rc;
 		}
-		if (mono_ms() >= deadline) {
+		if (colloc__mono_ms() >= deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			close(err[0]);

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "daemon/api.h"
 #include "daemon/metrics.h"
 
@@ -39,14 +40,6 @@ struct request {
 	size_t len, cap;
 	bool too_large;
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Append "key=value&" for each GET argument into the query buffer. */
 struct query_buf {
@@ -478,7 +471,7 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 	}
 	while (!stop) {
 		MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
-		int64_t wait_ms = cd_daemon_tick(d, mono_ms(), false);
+		int64_t wait_ms = cd_daemon_tick(d, colloc__mono_ms(), false);
 		struct signalfd_siginfo si;
 
 		if (MHD_get_timeout(mhd, &mhd_ms) == MHD_YES && (int64_t)mhd_ms < wait_ms)

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "colloc/units.h"
+#include "common/clock.h"
 #include "gpu/gpu_int.h"
 
 #define SIM_MAGIC "colloc-simgpu"
@@ -84,15 +85,6 @@ static int sys_fail(const struct colloc_simgpu *sim, struct colloc_diag *diag,
 }
 
 /* ---- time, identity ------------------------------------------------------ */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* splitmix64's finaliser: a bijection that scatters nearby inputs. */
 static uint64_t mix64(uint64_t x)
@@ -220,7 +212,7 @@ static bool prune(struct sim_state *st)
 				continue;
 			}
 			if (!settled) {
-				settle(st, now_ms());
+				settle(st, colloc__wall_ms());
 				settled = true;
 			}
 		}
@@ -724,7 +716,7 @@ int colloc_simgpu_create(const char *path, unsigned n_gpus, uint64_t mem_bytes,
 			 struct colloc_simgpu **out, struct colloc_diag *diag)
 {
 	struct colloc_simgpu *sim = NULL;
-	int64_t now = now_ms();
+	int64_t now = colloc__wall_ms();
 	int rc;
 
 	if (n_gpus == 0 || n_gpus > COLLOC_SIMGPU_MAX_GPUS)
@@ -861,7 +853,8 @@ int colloc_simgpu_info(struct colloc_simgpu *sim, unsigned index,
 	out->mem_free_bytes = g->total_bytes - out->mem_used_bytes;
 	out->util_pct = (int)gpu_util(g);
 	out->power_mw = gpu_power_mw(gpu_util(g));
-	out->energy_mj = (int64_t)(gpu_energy_at(g, now_ms()) & (uint64_t)INT64_MAX);
+	out->energy_mj =
+		(int64_t)(gpu_energy_at(g, colloc__wall_ms()) & (uint64_t)INT64_MAX);
 	return finish(sim, 0, diag);
 }
 
@@ -954,7 +947,7 @@ int colloc_simgpu_alloc(struct colloc_simgpu *sim, unsigned index, int64_t pid,
 				     COLLOC_SIMGPU_MAX_PROCS);
 		return finish(sim, rc, diag);
 	}
-	settle(&sim->st, now_ms());
+	settle(&sim->st, colloc__wall_ms());
 	if (!p) {
 		p = &g->procs[g->n_procs++];
 		p->pid = pid;
@@ -981,7 +974,7 @@ int colloc_simgpu_release(struct colloc_simgpu *sim, unsigned index, int64_t pid
 	for (unsigned k = 0; k < g->n_procs; k++) {
 		if (g->procs[k].pid != pid)
 			continue;
-		settle(&sim->st, now_ms());
+		settle(&sim->st, colloc__wall_ms());
 		g->procs[k] = g->procs[g->n_procs - 1];
 		g->n_procs--;
 		sim->dirty = true;
