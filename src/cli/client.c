@@ -82,6 +82,11 @@ fail_global:
 	return CLI_CLIENT_ENOMEM;
 }
 
+void cli_client_set_timeout(struct cli_client *c, long timeout_ms)
+{
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+}
+
 void cli_client_fini(struct cli_client *c)
 {
 	if (!c->curl)
@@ -227,8 +232,14 @@ int cli_client_request(struct cli_client *c, const char *method, const char *pat
 	/* An http_proxy in the environment must not capture a local socket. */
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CLI_CLIENT_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, CLI_CLIENT_REQUEST_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			 c->timeout_ms > 0 &&
+					 c->timeout_ms < CLI_CLIENT_CONNECT_TIMEOUT_MS
+				 ? c->timeout_ms
+				 : (long)CLI_CLIENT_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+			 c->timeout_ms > 0 ? c->timeout_ms
+					   : (long)CLI_CLIENT_REQUEST_TIMEOUT_MS);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);

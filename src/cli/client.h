@@ -44,6 +44,7 @@ struct cli_client {
 	void *curl; /* CURL *, reused so that requests share one handle */
 	struct curl_slist *headers; /* Content-Type and an empty Expect */
 	char err[256]; /* why the last request failed */
+	long timeout_ms; /* a whole request; 0 = CLI_CLIENT_REQUEST_TIMEOUT_MS */
 };
 
 struct cli_response {
@@ -76,6 +77,12 @@ bool cli_socket_is_explicit(const char *opt);
  * CLI_CLIENT_ENOMEM / -ENAMETOOLONG (nothing to fini then).
  */
 int cli_client_init(struct cli_client *c, const char *socket_path);
+
+/* Give up on a request after timeout_ms (connecting included) instead of
+ * the default; `colloc top` uses its refresh interval so that a daemon that
+ * accepts but never answers cannot freeze the screen. 0 restores the
+ * default. */
+void cli_client_set_timeout(struct cli_client *c, long timeout_ms);
 
 /* Release the client; a zeroed client is fine. */
 void cli_client_fini(struct cli_client *c);

@@ -1203,6 +1203,9 @@ int cmd_top(int argc, char **argv)
 	}
 	if ((rc = cli_client_open(&c, socket)))
 		return rc;
+	/* A live screen must not hang on a daemon that never answers: each
+	 * request gets at most a refresh interval (and at least a second). */
+	cli_client_set_timeout(&c, interval_ms < 1000 ? 1000 : (long)interval_ms);
 	if (once || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
 		rc = top_once(&c, show, interval_ms);
 		cli_client_fini(&c);
