@@ -534,26 +534,10 @@ static struct ob_model *bad_refs(void)
 static void nesting_bomb(const char *name, const uint8_t *head, size_t n_head,
 			 const uint8_t *cycle, size_t n_cycle, size_t levels)
 {
-	size_t cap = levels * 6 + 16, pos = cap;
-	uint8_t *buf = malloc(cap);
+	size_t len;
+	uint8_t *buf = ob_nesting_bomb(head, n_head, cycle, n_cycle, levels, &len);
 
-	if (!buf)
-		abort();
-	for (size_t k = levels; k-- > 0;) {
-		size_t body = cap - pos;
-		uint8_t var[10];
-		size_t nv = 0;
-		unsigned field = k < n_head ? head[k] : cycle[(k - n_head) % n_cycle];
-
-		do {
-			var[nv++] = (uint8_t)((body & 0x7f) | (body > 0x7f ? 0x80 : 0));
-			body >>= 7;
-		} while (body);
-		pos -= nv;
-		memcpy(buf + pos, var, nv);
-		buf[--pos] = (uint8_t)(field << 3 | 2);
-	}
-	write_seed(name, buf + pos, cap - pos);
+	write_seed(name, buf, len);
 	free(buf);
 }
 

@@ -457,3 +457,32 @@ void ob_attr_graph(struct ob_model *m, Onnx__NodeProto *n, const char *name,
 
 	a->g = sub;
 }
+
+uint8_t *ob_nesting_bomb(const uint8_t *head, size_t n_head, const uint8_t *cycle,
+			 size_t n_cycle, size_t levels, size_t *len)
+{
+	size_t cap = levels * 6 + 16, pos = cap;
+	uint8_t *buf = malloc(cap);
+
+	if (!buf)
+		abort();
+	/* Written back to front, so every length is known when its prefix
+	 * is written. */
+	for (size_t k = levels; k-- > 0;) {
+		size_t body = cap - pos;
+		uint8_t var[10];
+		size_t nv = 0;
+		uint32_t field = k < n_head ? head[k] : cycle[(k - n_head) % n_cycle];
+
+		do {
+			var[nv++] = (uint8_t)((body & 0x7f) | (body > 0x7f ? 0x80 : 0));
+			body >>= 7;
+		} while (body);
+		pos -= nv;
+		memcpy(buf + pos, var, nv);
+		buf[--pos] = (uint8_t)(field << 3 | 2);
+	}
+	*len = cap - pos;
+	memmove(buf, buf + pos, *len);
+	return buf;
+}

@@ -100,4 +100,14 @@ void ob_attr_tensor(struct ob_model *m, Onnx__NodeProto *n, const char *name,
 void ob_attr_graph(struct ob_model *m, Onnx__NodeProto *n, const char *name,
 		   Onnx__GraphProto *sub);
 
+/*
+ * Hand-made protobuf bytes, for the loader's nesting limits: `levels`
+ * length-delimited fields, each the only content of the one before. The
+ * field number of level k is head[k] for the first n_head levels, then
+ * cycles through cycle[]. Returns a malloc'd buffer of *len bytes (abort()s
+ * when out of memory).
+ */
+uint8_t *ob_nesting_bomb(const uint8_t *head, size_t n_head, const uint8_t *cycle,
+			 size_t n_cycle, size_t levels, size_t *len);
+
 #endif

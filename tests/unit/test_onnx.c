@@ -626,38 +626,6 @@ static void test_subgraph_reads_outer_scopes(void **state)
 	assert_contains(diag.msg, "input 0 'nowhere'");
 }
 
-/*
- * Hand-made protobuf: `levels` length-delimited fields, each the only
- * content of the one before. The tag of level k is head[k] for the first
- * n_head levels, then cycles through cycle[]. Written back to front so that
- * every length is known when its prefix is written.
- */
-static uint8_t *nesting_bomb(const uint8_t *head, size_t n_head, const uint8_t *cycle,
-			     size_t n_cycle, size_t levels, size_t *len)
-{
-	size_t cap = levels * 6 + 16, pos = cap;
-	uint8_t *buf = malloc(cap);
-
-	assert_non_null(buf);
-	for (size_t k = levels; k-- > 0;) {
-		size_t body = cap - pos;
-		uint8_t var[10];
-		size_t nv = 0;
-		uint32_t field = k < n_head ? head[k] : cycle[(k - n_head) % n_cycle];
-
-		do {
-			var[nv++] = (uint8_t)((body & 0x7f) | (body > 0x7f ? 0x80 : 0));
-			body >>= 7;
-		} while (body);
-		pos -= nv;
-		memcpy(buf + pos, var, nv);
-		buf[--pos] = (uint8_t)(field << 3 | 2);
-	}
-	*len = cap - pos;
-	memmove(buf, buf + pos, *len);
-	return buf;
-}
-
 static void test_nesting_bombs(void **state)
 {
 	/* ModelProto.graph > GraphProto.node > NodeProto.attribute >
@@ -676,7 +644,7 @@ static void test_nesting_bombs(void **state)
 	size_t len;
 
 	(void)state;
-	buf = nesting_bomb(graph_head, 1, graph_cycle, 3, 100000, &len);
+	buf = ob_nesting_bomb(graph_head, 1, graph_cycle, 3, 100000, &len);
 	assert_true(len > 300000);
 	assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag),
 			 COLLOC_ELIMIT);
@@ -684,13 +652,13 @@ static void test_nesting_bombs(void **state)
 	assert_contains(diag.msg, "protobuf messages nested deeper than 64");
 	free(buf);
 
-	buf = nesting_bomb(type_head, 3, type_cycle, 2, 100000, &len);
+	buf = ob_nesting_bomb(type_head, 3, type_cycle, 2, 100000, &len);
 	assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag),
 			 COLLOC_ELIMIT);
 	assert_null(g);
 	free(buf);
 
-	buf = nesting_bomb(unknown, 0, unknown, 1, 100000, &len);
+	buf = ob_nesting_bomb(unknown, 0, unknown, 1, 100000, &len);
 	assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag),
 			 COLLOC_EFORMAT);
 	assert_null(g);
@@ -698,7 +666,7 @@ static void test_nesting_bombs(void **state)
 	free(buf);
 
 	/* just under the limit: decodes, then fails for a reason of its own */
-	buf = nesting_bomb(graph_head, 1, graph_cycle, 3, 64, &len);
+	buf = ob_nesting_bomb(graph_head, 1, graph_cycle, 3, 64, &len);
 	assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag),
 			 COLLOC_EFORMAT);
 	assert_null(g);
