@@ -40,6 +40,8 @@ struct run_stat {
 	uint64_t peak_bytes;
 	double util_sum;
 	uint64_t util_n;
+	uint64_t need_bytes; /* per GPU, fixed while it runs */
+	int64_t start_ms; /* wall clock */
 };
 
 /*
@@ -84,6 +86,7 @@ struct cd_daemon {
 	int64_t last_sample_ms; /* monotonic; INT64_MIN: never */
 	int rr_cursor;
 	bool dirty;
+	bool queued_left; /* the last pass left jobs waiting */
 	int64_t prev_sample_ms; /* monotonic, of the sample before */
 	double busy_ms, util_ms, mem_ms; /* time-weighted sums while busy */
 	struct cd_sched_counters sched; /* for /metrics */
@@ -236,6 +239,8 @@ static struct run_stat *run_add(struct cd_daemon *d, const struct cd_job *job)
 		r->gpus[k] = slot_index(d, job->gpus[k]);
 	}
 	r->peak_bytes = job->peak_bytes;
+	r->need_bytes = job->mem_need_bytes;
+	r->start_ms = job->start_ms;
 	return r;
 }
 
@@ -388,30 +393,21 @@ bool cd_daemon_dirty(const struct cd_daemon *d)
 
 void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
 {
-	struct cd_job *jobs = NULL;
-	size_t n = 0;
+	uint64_t by[CD_JOB_STATE_COUNT_], oom = 0;
 
 	*queued = *running = 0;
-	if (cd_store_job_list(d->store, (1u << CD_JOB_QUEUED) | (1u << CD_JOB_RUNNING),
-			      -1, 0, &jobs, &n, NULL))
+	if (cd_store_job_counts(d->store, by, &oom, NULL))
 		return;
-	for (size_t k = 0; k < n; k++) {
-		if (jobs[k].state == CD_JOB_QUEUED)
-			++*queued;
-		else
-			++*running;
-		cd_job_fini(&jobs[k]);
-	}
-	free(jobs);
+	*queued = (size_t)by[CD_JOB_QUEUED];
+	*running = (size_t)by[CD_JOB_RUNNING];
 }
 
 /* Per GPU: what running jobs that have not reached their need yet still
  * hold back (the scheduler's start-up reservation). */
-static bool job_at_peak(const struct cd_daemon *d, const struct cd_job *job,
+static bool job_at_peak(const struct cd_daemon *d, uint64_t need_bytes, int64_t start_ms,
 			uint64_t used, int64_t now_wall)
 {
-	return used >= job->mem_need_bytes ||
-	       now_wall - job->start_ms >= d->cfg.reserve_ms;
+	return used >= need_bytes || now_wall - start_ms >= d->cfg.reserve_ms;
 }
 
 int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *info,
@@ -429,18 +425,14 @@ int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *i
 		const struct run_stat *r = &d->runs[k];
 
 		for (int i = 0; i < r->n_gpus; i++) {
-			struct cd_job job;
-
 			if (r->gpus[i] < 0 || d->slots[r->gpus[i]].gpu != index)
 				continue;
 			if (*n_jobs < cap)
 				jobs[*n_jobs] = r->id;
 			++*n_jobs;
-			cd_job_init(&job);
-			if (cd_store_job_get(d->store, r->id, &job, NULL) == 0 &&
-			    !job_at_peak(d, &job, r->used_bytes[i], now))
-				*reserved_bytes += job.mem_need_bytes - r->used_bytes[i];
-			cd_job_fini(&job);
+			if (!job_at_peak(d, r->need_bytes, r->start_ms, r->used_bytes[i],
+					 now))
+				*reserved_bytes += r->need_bytes - r->used_bytes[i];
 		}
 	}
 	return 0;
@@ -936,6 +928,7 @@ static void schedule(struct cd_daemon *d)
 	if (cd_store_job_list(d->store, (1u << CD_JOB_QUEUED) | (1u << CD_JOB_RUNNING),
 			      -1, 0, &jobs, &n, &diag)) {
 		logf_(d, "scheduling skipped: %s", diag.msg);
+		d->queued_left = true; /* try again at the next sample */
 		return;
 	}
 	gs = calloc(d->n_slots ? d->n_slots : 1, sizeof(*gs));
@@ -944,6 +937,7 @@ static void schedule(struct cd_daemon *d)
 	ds = calloc(n ? n : 1, sizeof(*ds));
 	if (!gs || !rs || !qs || !ds) {
 		logf_(d, "scheduling skipped: out of memory");
+		d->queued_left = true;
 		goto out;
 	}
 	for (size_t k = 0; k < d->n_slots; k++) {
@@ -995,11 +989,14 @@ static void schedule(struct cd_daemon *d)
 				if (used > r->mem_used_bytes)
 					r->mem_used_bytes = used;
 			}
-			r->at_peak = job_at_peak(d, j, r->mem_used_bytes, now);
+			r->at_peak = job_at_peak(d, j->mem_need_bytes, j->start_ms,
+						 r->mem_used_bytes, now);
 			if (ok && r->n_gpus > 0)
 				n_r++;
 		}
 	}
+	/* Until a pass has started them all, every sample asks for one. */
+	d->queued_left = n_q > 0;
 	if (n_q == 0)
 		goto out;
 	st.gpus = gs;
@@ -1013,6 +1010,7 @@ static void schedule(struct cd_daemon *d)
 		logf_(d, "scheduling failed: %s", diag.msg);
 		goto out;
 	}
+	d->queued_left = n_dec < n_q;
 	for (size_t k = 0; k < n_dec; k++)
 		for (size_t i = 0; i < n; i++)
 			if (jobs[i].id == ds[k].job_id &&
@@ -1039,7 +1037,9 @@ int64_t cd_daemon_tick(struct cd_daemon *d, int64_t now_ms, bool force_sample)
 		check_supervisors(d);
 		sample(d);
 		d->last_sample_ms = now_ms;
-		d->dirty = true; /* usage changed: reservations may have lapsed */
+		/* Usage changed and reservations may have lapsed: that can
+		 * start a waiting job, and nothing else. */
+		d->dirty = d->dirty || d->queued_left;
 	}
 	if (d->dirty) {
 		struct timespec t0, t1;
