@@ -615,52 +615,6 @@ static const char **string_vector(const char *json, cJSON **tree)
 	return v;
 }
 
-/* The MPS variables are collocd's to set: drop any the user submitted. */
-static bool is_mps_var(const char *e)
-{
-	static const char *const names[] = {
-		"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=",
-		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="};
-
-	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-		if (strncmp(e, names[k], strlen(names[k])) == 0)
-			return true;
-	return false;
-}
-
-/*
- * Replace *envp (a NULL-terminated vector, freed here) by one that makes the
- * job an MPS client of GPU uuid's daemon with its own SM share and memory
- * limit (mps.h); the strings live in mps[].
- */
-static int mps_env(struct cd_daemon *d, const struct cd_job *job, const char *uuid,
-		   const char ***envp, char mps[][CD_MPS_ENV_LEN],
-		   struct colloc_diag *diag)
-{
-	int pct = (int)(d->cfg.mps_thread_share * 100.0 + 0.5);
-	const char **old = *envp, **nv;
-	size_t n_old = 0, n = 0, n_mps = 0;
-	int rc;
-
-	if ((rc = cd_mps_job_env(d->mps_dir, uuid, job->util_pred, pct,
-				 job->mem_need_bytes, d->cfg.sched.headroom_bytes, mps,
-				 &n_mps, diag)))
-		return rc;
-	while (old[n_old])
-		n_old++;
-	nv = calloc(n_old + n_mps + 1, sizeof(*nv));
-	if (!nv)
-		return colloc_diag_set(diag, -ENOMEM, "out of memory");
-	for (size_t k = 0; k < n_old; k++)
-		if (!is_mps_var(old[k]))
-			nv[n++] = old[k];
-	for (size_t k = 0; k < n_mps; k++)
-		nv[n++] = mps[k];
-	free(old);
-	*envp = nv;
-	return 0;
-}
-
 static void launch(struct cd_daemon *d, struct cd_job *job,
 		   const struct colloc_sched_decision *dec)
 {
@@ -668,6 +622,8 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 	char lpath[CD_PATH_MAX + 64], spath[CD_PATH_MAX + 64];
 	char visible[COLLOC_SCHED_MAX_GPUS * COLLOC_GPU_UUID_MAX];
 	char mps[CD_MPS_ENV_MAX][CD_MPS_ENV_LEN];
+	const char *more_env[CD_MPS_ENV_MAX + 1] = {NULL};
+	size_t n_mps = 0;
 	struct cd_launch_spec spec;
 	struct cd_launch_result res;
 	cJSON *targ = NULL, *tenv = NULL;
@@ -699,13 +655,19 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 		return;
 	argv = string_vector(job->argv_json, &targ);
 	envp = string_vector(job->env_json, &tenv);
-	/* MPS on whole GPUs only: a MIG instance isolates its job already. */
-	if (envp && d->cfg.sharing == CD_SHARING_MPS && dec->n_gpus == 1 &&
-	    !d->slots[dec->gpus[0]].isolated &&
-	    mps_env(d, job, d->info[d->slots[dec->gpus[0]].gpu].uuid, &envp, mps,
-		    &diag) != 0) {
-		free(argv);
-		argv = NULL; /* fails the launch below with diag's reason */
+	rc = 0;
+	/* An MPS client of its GPU's control daemon, with its own SM share and
+	 * memory limit (mps.h); whole GPUs only: a MIG instance isolates its
+	 * job already. */
+	if (d->cfg.sharing == CD_SHARING_MPS && dec->n_gpus == 1 &&
+	    !d->slots[dec->gpus[0]].isolated) {
+		rc = cd_mps_job_env(d->mps_dir, d->info[d->slots[dec->gpus[0]].gpu].uuid,
+				    job->util_pred,
+				    (int)(d->cfg.mps_thread_share * 100.0 + 0.5),
+				    job->mem_need_bytes, d->cfg.sched.headroom_bytes, mps,
+				    &n_mps, &diag);
+		for (size_t k = 0; k < n_mps; k++)
+			more_env[k] = mps[k];
 	}
 	(void)cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL);
 	memset(&spec, 0, sizeof(spec));
@@ -718,14 +680,15 @@ static void launch(struct cd_daemon *d, struct cd_job *job,
 	spec.user = job->user;
 	spec.cuda_visible_devices = visible;
 	spec.extra_env = d->job_env;
+	spec.more_env = more_env;
 	spec.stdout_path = lpath;
 	spec.stderr_path = lpath;
 	spec.status_path = spath;
 	spec.kill_grace_ms = d->cfg.kill_grace_ms;
-	if (!argv || !envp)
+	if (!rc && (!argv || !envp))
 		rc = colloc_diag_set(&diag, COLLOC_EFORMAT,
 				     "stored argv/env are corrupt");
-	else
+	else if (!rc)
 		rc = cd_launch(&spec, &res, &diag);
 	free(argv);
 	free(envp);

@@ -1090,12 +1090,24 @@ static int check_spec(const struct cd_launch_spec *s, struct colloc_diag *diag)
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
 				       "job %llu: bad status file name '%s'",
 				       (unsigned long long)s->job_id, s->status_path);
-	if (s->extra_env && s->extra_env[0] &&
-	    (s->extra_env[0] == '=' || !strchr(s->extra_env, '=')))
-		return colloc_diag_set(
-			diag, COLLOC_EUSAGE,
-			"job %llu: extra environment '%s' is not NAME=VALUE",
-			(unsigned long long)s->job_id, s->extra_env);
+	for (size_t k = 0; k <= CD_LAUNCH_MAX_EXTRA; k++) {
+		const char *e = k == 0	      ? s->extra_env
+				: s->more_env ? s->more_env[k - 1]
+					      : NULL;
+
+		if (k > 0 && !e)
+			break;
+		if (k == CD_LAUNCH_MAX_EXTRA)
+			return colloc_diag_set(
+				diag, COLLOC_EUSAGE,
+				"job %llu: more than %d extra environment entries",
+				(unsigned long long)s->job_id, CD_LAUNCH_MAX_EXTRA - 1);
+		if (e && e[0] && (e[0] == '=' || !strchr(e, '=')))
+			return colloc_diag_set(
+				diag, COLLOC_EUSAGE,
+				"job %llu: extra environment '%s' is not NAME=VALUE",
+				(unsigned long long)s->job_id, e);
+	}
 	if (s->kill_grace_ms < 0 || s->kill_grace_ms > KILL_GRACE_MAX_MS)
 		return colloc_diag_set(
 			diag, COLLOC_EUSAGE,
@@ -1112,22 +1124,37 @@ static int check_spec(const struct cd_launch_spec *s, struct colloc_diag *diag)
 	return 0;
 }
 
+/* Whether submitted entry e is one the daemon sets (extras[0..n_extra)). */
+static bool env_replaced(const char *e, const char *const *extras, size_t n_extra)
+{
+	for (size_t k = 0; k < n_extra; k++)
+		if (env_is(e, extras[k], (size_t)(strchr(extras[k], '=') - extras[k])))
+			return true;
+	return false;
+}
+
 /* The job's environment: the submitted one without the entries we set,
- * then CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and extra_env. One malloc'd
- * block holding the array and the CUDA_VISIBLE_DEVICES string. */
+ * then CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, extra_env and more_env. One
+ * malloc'd block holding the array and the CUDA_VISIBLE_DEVICES string. */
 static char **build_env(const struct cd_launch_spec *s, const char **path)
 {
 	static const char order[] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
 	const char *devs = s->cuda_visible_devices ? s->cuda_visible_devices : "";
-	const char *extra = s->extra_env && s->extra_env[0] ? s->extra_env : NULL;
-	size_t extra_len = extra ? (size_t)(strchr(extra, '=') - extra) : 0;
-	size_t n = 0, k = 0, slots,
+	const char *extras[CD_LAUNCH_MAX_EXTRA];
+	size_t n = 0, k = 0, slots, n_extra = 0,
 	       cvd_len = strlen("CUDA_VISIBLE_DEVICES=") + strlen(devs) + 1;
 	char **env, *cvd;
 
+	/* check_spec() has bounded and shaped these. */
+	if (s->extra_env && s->extra_env[0])
+		extras[n_extra++] = s->extra_env;
+	for (size_t i = 0; s->more_env && s->more_env[i] && n_extra < CD_LAUNCH_MAX_EXTRA;
+	     i++)
+		if (s->more_env[i][0])
+			extras[n_extra++] = s->more_env[i];
 	while (s->envp && s->envp[n])
 		n++;
-	slots = n + 4; /* n <= CD_LAUNCH_MAX_ENV: no overflow */
+	slots = n + 3 + n_extra; /* n <= CD_LAUNCH_MAX_ENV: no overflow */
 	env = malloc(slots * sizeof(*env) + cvd_len);
 	if (!env)
 		return NULL;
@@ -1142,14 +1169,15 @@ static char **build_env(const struct cd_launch_spec *s, const char **path)
 		const char *e = s->envp[i];
 
 		if (env_is(e, "CUDA_VISIBLE_DEVICES", 20) ||
-		    env_is(e, "CUDA_DEVICE_ORDER", 17) || env_is(e, extra, extra_len))
+		    env_is(e, "CUDA_DEVICE_ORDER", 17) ||
+		    env_replaced(e, extras, n_extra))
 			continue;
 		env[k++] = unconst(e);
 	}
 	env[k++] = cvd;
 	env[k++] = unconst(order);
-	if (extra)
-		env[k++] = unconst(extra);
+	for (size_t i = 0; i < n_extra; i++)
+		env[k++] = unconst(extras[i]);
 	env[k] = NULL;
 	return env;
 }

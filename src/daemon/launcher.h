@@ -40,6 +40,7 @@
 
 #define CD_LAUNCH_MAX_ARGS 4096
 #define CD_LAUNCH_MAX_ENV 4096
+#define CD_LAUNCH_MAX_EXTRA 8
 
 struct cd_launch_spec {
 	uint64_t job_id;
@@ -50,7 +51,11 @@ struct cd_launch_spec {
 	uint32_t gid;
 	const char *user; /* for initgroups() when the daemon is root */
 	const char *cuda_visible_devices; /* "GPU-...,GPU-..." */
-	const char *extra_env; /* "NAME=VALUE" or "" / NULL */
+	const char *extra_env; /* "NAME=VALUE" or "" / NULL: the backend's */
+	/* More "NAME=VALUE" entries the daemon sets (MPS), NULL-terminated,
+	 * at most CD_LAUNCH_MAX_EXTRA; NULL for none. Like extra_env, each
+	 * replaces a submitted entry of the same name. */
+	const char *const *more_env;
 	const char *stdout_path;
 	const char *stderr_path;
 	const char *status_path; /* written by the supervisor at the end */
