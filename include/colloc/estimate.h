@@ -40,6 +40,8 @@ enum colloc_precision {
 	COLLOC_PREC_FP32 = 0,
 	COLLOC_PREC_AMP_FP16, /* torch.autocast fp16 + GradScaler */
 	COLLOC_PREC_AMP_BF16, /* torch.autocast bf16 */
+	COLLOC_PREC_TF32, /* fp32 tensors, matmuls on TF32 tensor cores
+			   * (allow_tf32): fp32's memory, faster matmuls */
 	COLLOC_PREC_COUNT_
 };
 

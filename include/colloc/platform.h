@@ -31,6 +31,33 @@ struct colloc_platform {
 	 * caching allocator around each convolution (benchmark off). */
 	uint64_t cudnn_workspace_bytes;
 	char source[512]; /* where the numbers come from */
+
+	/* Compute facts for the step-time and utilization predictor
+	 * (colloc/perf.h). 0 = unknown (the predictor then refuses to
+	 * predict for this profile, or uses the generic default profile).
+	 * Peaks are dense (no sparsity) at the boost clock, per the vendor's
+	 * data sheet named in perf_source. */
+	double fp32_tflops; /* FFMA peak: what fp32 with TF32 off runs at */
+	double tf32_tflops; /* tensor-core TF32; 0 = no TF32 (pre-Ampere) */
+	double fp16_tflops; /* tensor-core fp16 with fp32 accumulate */
+	double bf16_tflops; /* tensor-core bf16; 0 = no bf16 (pre-Ampere) */
+	double mem_bandwidth_gbs; /* DRAM bandwidth, 1e9 bytes/s */
+	double pcie_gbs; /* host-to-device copy rate actually reached */
+	int sm_count;
+	double boost_clock_mhz;
+	char perf_source[512];
+
+	/* Per-op-class kernel efficiency, calibrated on measured kernels
+	 * (tools/fit_perf.py on NeuSight's per-kernel latencies). A kernel of
+	 * the class takes fixed_us + max(flops / (eta_compute x peak),
+	 * bytes / (eta_memory x bandwidth)). eta 0 = not calibrated (the
+	 * built-in class defaults of perf.c apply). */
+	struct colloc_platform_eff {
+		double eta_compute; /* fraction of the precision's peak */
+		double eta_memory; /* fraction of mem_bandwidth_gbs */
+		double fixed_us; /* per-kernel latency beyond the roofline */
+	} eff[5]; /* indexed by enum colloc_perf_class (colloc/perf.h) */
+	char eff_source[256];
 };
 
 /* The built-in profile used when none is given (documented defaults). */

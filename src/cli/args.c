@@ -3,8 +3,10 @@
  * (cli.h).
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -83,8 +85,9 @@ int cli_parse_optimizer(const char *arg, struct colloc_estimate_opts *o)
 int cli_parse_precision(const char *arg, struct colloc_estimate_opts *o)
 {
 	if ((o->precision = colloc_precision_parse(arg)) < 0) {
-		cli_error("--precision: '%s' is not one of fp32, amp-fp16, amp-bf16",
-			  arg);
+		cli_error(
+			"--precision: '%s' is not one of fp32, tf32, amp-fp16, amp-bf16",
+			arg);
 		return CLI_USAGE;
 	}
 	return 0;
@@ -140,4 +143,17 @@ cJSON *cli_json_i64(int64_t v)
 
 	snprintf(buf, sizeof(buf), "%lld", (long long)v);
 	return cJSON_CreateRaw(buf);
+}
+
+int cli_parse_nonneg(const char *arg, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0 && v <= max))
+		return CLI_USAGE;
+	*out = v;
+	return 0;
 }

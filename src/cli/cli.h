@@ -6,6 +6,7 @@
 #ifndef COLLOC_CLI_H
 #define COLLOC_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -67,6 +68,26 @@ int cli_estimate_at(struct colloc_graph *g, const struct cli_dims *d, int64_t ba
 /* Print "MODEL: why" for cli_estimate_at()'s failure rc; CLI_USAGE when the
  * command line could fix it (a dim left unbound), else CLI_ERROR. */
 int cli_estimate_error(const char *model, int rc, const struct colloc_diag *diag);
+
+/* A number in [0, max] (no units); 0 or CLI_USAGE without printing. */
+int cli_parse_nonneg(const char *arg, double max, double *out);
+
+/*
+ * Step time and utilization of g, already inferred at batch, under the
+ * estimator's options (precision, optimizer, loss, platform) and po's host
+ * costs; a colloc error code with diag set on failure. Printing as
+ * `colloc estimate` does: fields added to JSON object r, or text; error
+ * (non-NULL) says why there is no prediction.
+ */
+struct colloc_perf;
+struct colloc_perf_opts;
+struct cJSON;
+int cli_perf_at(struct colloc_graph *g, int64_t batch,
+		const struct colloc_estimate_opts *eo, struct colloc_perf_opts *po,
+		struct colloc_perf *out, struct colloc_diag *diag);
+void cli_perf_json(struct cJSON *r, const struct colloc_perf *p, const char *error,
+		   bool explain);
+void cli_perf_print(const struct colloc_perf *p, const char *error, bool explain);
 
 /* Milliseconds of the monotonic clock (waits and refresh intervals). */
 uint64_t cli_mono_ms(void);

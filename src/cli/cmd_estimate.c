@@ -9,7 +9,9 @@
 
 #include "cli/cli.h"
 #include "colloc/estimate.h"
+#include "colloc/cost.h"
 #include "colloc/onnx.h"
+#include "colloc/perf.h"
 #include "colloc/units.h"
 #include "colloc/zoo.h"
 
@@ -18,27 +20,37 @@ static const char estimate_usage[] =
 	"       colloc estimate MODEL --max-batch --gpu-memory SIZE [options]\n"
 	"       colloc estimate --list-platforms\n"
 	"\n"
-	"Predict the peak GPU memory of training MODEL (an .onnx file or a zoo\n"
-	"name) with PyTorch: what the caching allocator has allocated and\n"
-	"reserved at its worst moment, and what NVML shows for the process\n"
-	"(reserved + CUDA context and libraries). See docs/estimator.md.\n"
+	"Predict, for training MODEL (an .onnx file or a zoo name) with PyTorch,\n"
+	"the peak GPU memory (what the caching allocator has allocated and\n"
+	"reserved at its worst moment, and what NVML shows for the process:\n"
+	"reserved + CUDA context and libraries; docs/estimator.md) and one\n"
+	"training step's time, GPU utilization (NVML utilization.gpu), SM\n"
+	"activity (DCGM 1002) and throughput on the platform's GPU\n"
+	"(docs/perf-model.md).\n"
 	"\n"
 	"options:\n"
 	"  --batch N              batch size (leading dim of symbolic inputs)\n"
 	"  --dim NAME=VALUE       bind a named dim, e.g. --dim seq=128\n"
 	"  --optimizer NAME       sgd|momentum|adam|adamw|rmsprop|adagrad (adam)\n"
-	"  --precision NAME       fp32|amp-fp16|amp-bf16 (fp32); amp-* model\n"
-	"                         torch.autocast (see docs/estimator.md)\n"
+	"  --precision NAME       fp32|tf32|amp-fp16|amp-bf16 (fp32); amp-* model\n"
+	"                         torch.autocast (see docs/estimator.md); tf32 =\n"
+	"                         fp32 with allow_tf32 matmuls (same memory)\n"
 	"  --loss NAME            cross-entropy|causal-lm|mse|none (cross-entropy;\n"
 	"                         causal-lm shifts [batch, seq, vocab] logits by one\n"
 	"                         as Hugging Face's *LMHeadModel does)\n"
-	"  --platform NAME        profile from data/platforms/ (default: built-in)\n"
+	"  --platform NAME        profile from data/platforms/ (default: built-in,\n"
+	"                         an A100-40GB for the step time)\n"
+	"  --data-loader-ms MS    main-thread time per step waiting for data (0)\n"
+	"  --host-op-us US        host cost per forward op: Python, dispatcher,\n"
+	"                         launch (default in docs/perf-model.md)\n"
+	"  --input-on-gpu         the batch is already on the GPU (no copy)\n"
 	"  --context-bytes SIZE   override the profile's CUDA context size\n"
 	"  --gpu-memory SIZE      say whether the job fits, with the headroom\n"
 	"                         (default with --max-batch: the profile's GPU)\n"
 	"  --max-batch            print the largest batch that fits\n"
 	"  --iterations N         training iterations to replay (3)\n"
-	"  --explain              list the largest tensors alive at the peak\n"
+	"  --explain              list the largest tensors alive at the peak and\n"
+	"                         the ops that take most of the step's GPU time\n"
 	"  --json                 print one JSON object\n"
 	"  --list-platforms       list the bundled platform profiles\n"
 	"  -h, --help             this help\n"
@@ -50,12 +62,108 @@ static const char estimate_usage[] =
 struct est_args {
 	struct cli_dims dims;
 	struct colloc_estimate_opts opts;
+	struct colloc_perf_opts perf;
 	struct colloc_platform plat;
 	bool have_plat, json, explain, max_batch;
 };
 
+void cli_perf_json(cJSON *r, const struct colloc_perf *p, const char *error, bool explain)
+{
+	cJSON *b;
+
+	if (error) {
+		cJSON_AddNullToObject(r, "step_time_ms");
+		cJSON_AddNullToObject(r, "gpu_util");
+		cJSON_AddNullToObject(r, "sm_activity");
+		cJSON_AddNullToObject(r, "throughput_samples_per_s");
+		cJSON_AddStringToObject(r, "perf_error", error);
+		return;
+	}
+	cJSON_AddNumberToObject(r, "step_time_ms", p->step_ms);
+	cJSON_AddNumberToObject(r, "step_time_lo_ms", p->step_lo_ms);
+	cJSON_AddNumberToObject(r, "step_time_hi_ms", p->step_hi_ms);
+	cJSON_AddNumberToObject(r, "gpu_util", p->gpu_util);
+	cJSON_AddNumberToObject(r, "gpu_util_lo", p->gpu_util_lo);
+	cJSON_AddNumberToObject(r, "gpu_util_hi", p->gpu_util_hi);
+	cJSON_AddNumberToObject(r, "sm_activity", p->sm_activity);
+	cJSON_AddNumberToObject(r, "sm_activity_lo", p->sm_activity_lo);
+	cJSON_AddNumberToObject(r, "sm_activity_hi", p->sm_activity_hi);
+	cJSON_AddNumberToObject(r, "throughput_samples_per_s",
+				p->throughput_samples_per_s);
+	b = cJSON_AddObjectToObject(r, "step_breakdown");
+	cJSON_AddNumberToObject(b, "forward_ms", p->phase_ms[COLLOC_PERF_FORWARD]);
+	cJSON_AddNumberToObject(b, "backward_ms", p->phase_ms[COLLOC_PERF_BACKWARD]);
+	cJSON_AddNumberToObject(b, "optimizer_ms", p->phase_ms[COLLOC_PERF_OPTIMIZER]);
+	cJSON_AddNumberToObject(b, "compute_bound_ms", p->compute_bound_ms);
+	cJSON_AddNumberToObject(b, "memory_bound_ms", p->memory_bound_ms);
+	cJSON_AddNumberToObject(b, "kernel_fixed_ms", p->fixed_ms);
+	cJSON_AddNumberToObject(b, "kernel_ms", p->kernel_ms);
+	cJSON_AddNumberToObject(b, "input_copy_ms", p->copy_ms);
+	cJSON_AddNumberToObject(b, "host_ms", p->host_ms);
+	cJSON_AddNumberToObject(b, "gpu_idle_ms", p->idle_ms);
+	cJSON_AddNumberToObject(b, "kernels", p->kernels);
+	cJSON_AddBoolToObject(b, "host_bound", p->host_bound);
+	if (explain) {
+		cJSON *x = cJSON_AddArrayToObject(r, "explain_step");
+
+		for (int k = 0; k < p->n_top; k++) {
+			cJSON *o = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(o, "what", p->top[k].what);
+			cJSON_AddStringToObject(o, "class",
+						colloc_perf_class_name(p->top[k].cls));
+			cJSON_AddNumberToObject(o, "gpu_ms", p->top[k].gpu_ms);
+			cJSON_AddNumberToObject(o, "share", p->top[k].share);
+			cJSON_AddItemToArray(x, o);
+		}
+	}
+}
+
+void cli_perf_print(const struct colloc_perf *p, const char *error, bool explain)
+{
+	if (error) {
+		printf("step time       not predicted: %s\n", error);
+		return;
+	}
+	printf("step time       %.3g ms  (%.3g..%.3g; forward %.3g, backward %.3g, "
+	       "optimizer %.3g ms of GPU time)\n",
+	       p->step_ms, p->step_lo_ms, p->step_hi_ms, p->phase_ms[COLLOC_PERF_FORWARD],
+	       p->phase_ms[COLLOC_PERF_BACKWARD], p->phase_ms[COLLOC_PERF_OPTIMIZER]);
+	printf("                %d kernels: %.3g ms compute-bound, %.3g ms memory-bound, "
+	       "%.3g ms fixed latency; host %.3g ms%s\n",
+	       p->kernels, p->compute_bound_ms, p->memory_bound_ms, p->fixed_ms,
+	       p->host_ms,
+	       p->host_bound ? " (host-bound: the GPU waits for the host)" : "");
+	printf("gpu util        %.0f%%  (%.0f..%.0f; NVML utilization.gpu)\n",
+	       100 * p->gpu_util, 100 * p->gpu_util_lo, 100 * p->gpu_util_hi);
+	printf("sm activity     %.0f%%  (%.0f..%.0f; DCGM SM activity)\n",
+	       100 * p->sm_activity, 100 * p->sm_activity_lo, 100 * p->sm_activity_hi);
+	printf("throughput      %.4g samples/s\n", p->throughput_samples_per_s);
+	if (explain && p->n_top) {
+		printf("ops taking most of the step's GPU time:\n");
+		for (int k = 0; k < p->n_top; k++)
+			printf("  %8.3g ms %5.1f%%  %-7s %s\n", p->top[k].gpu_ms,
+			       100 * p->top[k].share,
+			       colloc_perf_class_name(p->top[k].cls), p->top[k].what);
+	}
+}
+
+int cli_perf_at(struct colloc_graph *g, int64_t batch,
+		const struct colloc_estimate_opts *eo, struct colloc_perf_opts *po,
+		struct colloc_perf *out, struct colloc_diag *diag)
+{
+	po->precision = eo->precision;
+	po->optimizer = eo->optimizer;
+	po->loss = eo->loss;
+	po->batch = batch;
+	po->platform = eo->platform;
+	colloc_graph_cost(g, NULL);
+	return colloc_perf_predict(g, po, out, diag);
+}
+
 static int print_json(const char *model, int64_t batch, const struct est_args *a,
-		      const struct colloc_estimate *e)
+		      const struct colloc_estimate *e, const struct colloc_perf *p,
+		      const char *perr)
 {
 	cJSON *r = cJSON_CreateObject(), *b, *x;
 	char *text;
@@ -112,6 +220,7 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 		}
 	}
 	cJSON_AddItemToObject(r, "allocator_events", cli_json_u64(e->events));
+	cli_perf_json(r, p, perr, a->explain);
 	text = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);
 	if (!text)
@@ -129,7 +238,8 @@ static void line(const char *label, uint64_t bytes)
 }
 
 static void print_human(const char *model, int64_t batch, const struct est_args *a,
-			const struct colloc_estimate *e)
+			const struct colloc_estimate *e, const struct colloc_perf *p,
+			const char *perr)
 {
 	char b1[32], b2[32];
 
@@ -172,6 +282,7 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 			       colloc_mem_kind_name(e->explain[k].kind),
 			       e->explain[k].what);
 	}
+	cli_perf_print(p, perr, a->explain);
 }
 
 int cli_platform_load(const char *name, struct colloc_platform *p)
@@ -266,6 +377,9 @@ int cmd_estimate(int argc, char **argv)
 		{"max-batch", no_argument, NULL, 'm'},
 		{"explain", no_argument, NULL, 'e'},
 		{"json", no_argument, NULL, 'j'},
+		{"data-loader-ms", required_argument, NULL, 'D'},
+		{"host-op-us", required_argument, NULL, 'H'},
+		{"input-on-gpu", no_argument, NULL, 'G'},
 		{"list-platforms", no_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -280,6 +394,7 @@ int cmd_estimate(int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	colloc_estimate_opts_init(&a.opts);
+	colloc_perf_opts_init(&a.perf);
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -331,6 +446,22 @@ int cmd_estimate(int argc, char **argv)
 			break;
 		case 'm':
 			a.max_batch = true;
+			break;
+		case 'D':
+		case 'H':
+			if (cli_parse_nonneg(optarg, c == 'D' ? 1e6 : 1e5,
+					     c == 'D' ? &a.perf.dataloader_ms
+						      : &a.perf.host_op_us)) {
+				cli_error("--%s: '%s' is not a number from 0 to %g",
+					  c == 'D' ? "data-loader-ms" : "host-op-us",
+					  optarg, c == 'D' ? 1e6 : 1e5);
+				return CLI_USAGE;
+			}
+			if (c == 'H') /* the engine's share scales alike */
+				a.perf.host_bwd_op_us = a.perf.host_op_us * 9.0 / 14.0;
+			break;
+		case 'G':
+			a.perf.input_on_host = false;
 			break;
 		case 'e':
 			a.explain = true;
@@ -441,10 +572,19 @@ int cmd_estimate(int argc, char **argv)
 		colloc_graph_destroy(g);
 		return cli_estimate_error(argv[optind], rc, &diag);
 	}
-	if (a.json)
-		rc = print_json(argv[optind], a.dims.batch, &a, &e);
-	else
-		print_human(argv[optind], a.dims.batch, &a, &e), rc = CLI_OK;
+	{
+		struct colloc_perf p;
+		struct colloc_diag pd = {{0}};
+		const char *perr = NULL;
+
+		if (cli_perf_at(g, a.dims.batch, &a.opts, &a.perf, &p, &pd))
+			perr = pd.msg;
+		if (a.json)
+			rc = print_json(argv[optind], a.dims.batch, &a, &e, &p, perr);
+		else
+			print_human(argv[optind], a.dims.batch, &a, &e, &p, perr),
+				rc = CLI_OK;
+	}
 	colloc_graph_destroy(g);
 	return rc;
 }

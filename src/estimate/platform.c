@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "colloc/perf.h"
 #include "colloc/units.h"
 #include "colloc/zoo.h"
 #include "common/files.h"
@@ -37,6 +38,93 @@ void colloc_platform_default(struct colloc_platform *p)
 	snprintf(p->source, sizeof(p->source),
 		 "built-in default: CUDA context of a PyTorch 2.x process with lazy "
 		 "module loading; cuBLAS workspace per CublasHandlePool.cpp");
+	/* Compute facts of an A100-SXM4-40GB (NVIDIA A100 Tensor Core GPU
+	 * Architecture whitepaper, 2020, table 1: dense peaks at 1410 MHz);
+	 * host copies at a typical PCIe 4.0 x16 pinned rate. */
+	p->fp32_tflops = 19.5;
+	p->tf32_tflops = 156;
+	p->fp16_tflops = 312;
+	p->bf16_tflops = 312;
+	p->mem_bandwidth_gbs = 1555;
+	p->pcie_gbs = 24;
+	p->sm_count = 108;
+	p->boost_clock_mhz = 1410;
+	snprintf(p->perf_source, sizeof(p->perf_source),
+		 "built-in default: NVIDIA A100-SXM4-40GB, A100 architecture "
+		 "whitepaper (2020) table 1");
+}
+
+/* A file describes its own GPU: it inherits no compute facts from the
+ * built-in default, so a profile that gives none cannot be mistaken for
+ * an A100 by the step-time predictor. */
+static void clear_compute(struct colloc_platform *p)
+{
+	p->fp32_tflops = p->tf32_tflops = p->fp16_tflops = p->bf16_tflops = 0;
+	p->mem_bandwidth_gbs = p->pcie_gbs = p->boost_clock_mhz = 0;
+	p->sm_count = 0;
+	p->perf_source[0] = '\0';
+	memset(p->eff, 0, sizeof(p->eff));
+	p->eff_source[0] = '\0';
+}
+
+static int get_num(const cJSON *v, const char *key, double lo, double hi, double *out,
+		   struct colloc_diag *diag)
+{
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "'%s' must be a number from %g to %g", key, lo,
+				       hi);
+	*out = v->valuedouble;
+	return 0;
+}
+
+/* "eff": {"gemm": {"eta_compute": 0.9, "eta_memory": 0.8, "fixed_us": 6},
+ * ...}: one object per kernel class of colloc/perf.h. */
+static int get_eff(const cJSON *obj, struct colloc_platform *p, struct colloc_diag *diag)
+{
+	const cJSON *c, *v;
+
+	if (!cJSON_IsObject(obj))
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "'eff' must be an object of kernel classes");
+	cJSON_ArrayForEach(c, obj)
+	{
+		int cls = -1;
+
+		for (int k = 0; k < COLLOC_PERF_CLASS_COUNT_; k++)
+			if (strcmp(c->string, colloc_perf_class_name(k)) == 0)
+				cls = k;
+		if (cls < 0)
+			return colloc_diag_set(
+				diag, COLLOC_EFORMAT,
+				"eff: unknown kernel class '%s' (gemm, bmm, "
+				"elem, softmax, norm)",
+				c->string);
+		if (!cJSON_IsObject(c))
+			return colloc_diag_set(diag, COLLOC_EFORMAT,
+					       "eff.%s must be an object", c->string);
+		cJSON_ArrayForEach(v, c)
+		{
+			struct colloc_platform_eff *e = &p->eff[cls];
+			int rc;
+
+			if (strcmp(v->string, "eta_compute") == 0)
+				rc = get_num(v, "eta_compute", 1e-4, 1, &e->eta_compute,
+					     diag);
+			else if (strcmp(v->string, "eta_memory") == 0)
+				rc = get_num(v, "eta_memory", 1e-4, 1, &e->eta_memory,
+					     diag);
+			else if (strcmp(v->string, "fixed_us") == 0)
+				rc = get_num(v, "fixed_us", 0, 1000, &e->fixed_us, diag);
+			else
+				rc = colloc_diag_set(diag, COLLOC_EFORMAT,
+						     "eff.%s: unknown key '%s'",
+						     c->string, v->string);
+			if (rc)
+				return colloc_diag_prefix(diag, rc, "eff.%s", c->string);
+		}
+	}
+	return 0;
 }
 
 static int get_size(const cJSON *v, const char *key, uint64_t *out,
@@ -105,6 +193,31 @@ int colloc_platform_parse(const char *text, size_t len, struct colloc_platform *
 			rc = get_size(v, k, &p->cublas_workspace_bytes, diag);
 		else if (strcmp(k, "cudnn_workspace_bytes") == 0)
 			rc = get_size(v, k, &p->cudnn_workspace_bytes, diag);
+		else if (strcmp(k, "fp32_tflops") == 0)
+			rc = get_num(v, k, 0, 1e4, &p->fp32_tflops, diag);
+		else if (strcmp(k, "tf32_tflops") == 0)
+			rc = get_num(v, k, 0, 1e4, &p->tf32_tflops, diag);
+		else if (strcmp(k, "fp16_tflops") == 0)
+			rc = get_num(v, k, 0, 1e4, &p->fp16_tflops, diag);
+		else if (strcmp(k, "bf16_tflops") == 0)
+			rc = get_num(v, k, 0, 1e4, &p->bf16_tflops, diag);
+		else if (strcmp(k, "mem_bandwidth_gbs") == 0)
+			rc = get_num(v, k, 0, 1e5, &p->mem_bandwidth_gbs, diag);
+		else if (strcmp(k, "pcie_gbs") == 0)
+			rc = get_num(v, k, 0, 1e4, &p->pcie_gbs, diag);
+		else if (strcmp(k, "boost_clock_mhz") == 0)
+			rc = get_num(v, k, 0, 1e5, &p->boost_clock_mhz, diag);
+		else if (strcmp(k, "sm_count") == 0) {
+			double n = 0;
+
+			rc = get_num(v, k, 0, 1024, &n, diag);
+			p->sm_count = (int)n;
+		} else if (strcmp(k, "perf_source") == 0)
+			rc = get_str(v, k, p->perf_source, sizeof(p->perf_source), diag);
+		else if (strcmp(k, "eff_source") == 0)
+			rc = get_str(v, k, p->eff_source, sizeof(p->eff_source), diag);
+		else if (strcmp(k, "eff") == 0)
+			rc = get_eff(v, p, diag);
 		else if (strcmp(k, "comment") == 0 || strcmp(k, "name") == 0)
 			rc = 0;
 		else
@@ -113,6 +226,8 @@ int colloc_platform_parse(const char *text, size_t len, struct colloc_platform *
 			break;
 	}
 	cJSON_Delete(root);
+	if (rc == 0)
+		rc = colloc_perf_check_platform(p, diag);
 	return rc;
 }
 
@@ -153,6 +268,7 @@ int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 	}
 	text[len] = '\0';
 	colloc_platform_default(out);
+	clear_compute(out);
 	slash = strrchr(path, '/');
 	stem = slash ? slash + 1 : path;
 	snprintf(out->name, sizeof(out->name), "%.*s",

@@ -1042,7 +1042,8 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.saved = malloc(((size_t)g->n_nodes + 1) * sizeof(*t.saved));
 	t.esz = malloc(nt * sizeof(*t.esz));
 	t.wcast = malloc(nt * sizeof(*t.wcast));
-	t.amp = opts->precision != COLLOC_PREC_FP32;
+	t.amp = opts->precision == COLLOC_PREC_AMP_FP16 ||
+		 opts->precision == COLLOC_PREC_AMP_BF16;
 	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
 	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
 	    !t.saved || !prev_in)

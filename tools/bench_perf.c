@@ -1,0 +1,514 @@
+/*
+ * bench_perf.c — accuracy of the step-time and utilization predictor
+ * (colloc/perf.h) against public measurements, each printed next to the
+ * baselines measured or published on the same rows.
+ *
+ *   build/bench_perf --data data --shared ../shared/data
+ *
+ * 1. NeuSight (data/measurements/perf/train_e2e_dev.csv, MIT): forward +
+ *    backward time of BERT-large, GPT-2 large, GPT-3 XL / 2.7B, OPT-1.3B on
+ *    A100-80GB and V100, fp32, beside the roofline, Habitat, NeuSight and
+ *    Li et al. predictions published with it. Graphs: data/bench/perf/.
+ * 2. Pollux (data/measurements/perf/single_gpu_step_time.csv, Apache-2.0):
+ *    step time over a batch sweep (ResNet-50 ImageNet, ResNet-18 CIFAR-10),
+ *    beside a constant-median baseline.
+ * 3. Gavel (shared/data/gavel/simulation_throughputs.json, MIT): isolated
+ *    throughput of the job types with zoo twins on K80, P100, V100.
+ * 4. GPUMemNet's 3,000 MLP runs (shared/data/perf/gpumemnet-mlp, no licence:
+ *    read in place, skipped when absent): utilization.gpu and SM activity,
+ *    MAE in points and RMSLE on percent, beside a constant-median baseline.
+ *    Each MLP graph is built here from its layer list.
+ *
+ * It never fails on numbers; it exits 1 only when it cannot run at all.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colloc/cost.h"
+#include "colloc/estimate.h"
+#include "colloc/onnx.h"
+#include "colloc/perf.h"
+#include "colloc/platform.h"
+#include "colloc/shape.h"
+#include "onnx_builder.h"
+
+#define LINE_MAX_BYTES 16384
+#define MAX_FIELDS 32
+#define MAX_ROWS 4096
+
+static const char *data_dir = "data", *shared_dir = "../shared/data";
+
+static int split_csv(char *line, char **f, int max)
+{
+	int n = 0;
+	char *p = line;
+
+	while (n < max) {
+		if (*p == '"') {
+			char *w = ++p;
+
+			f[n++] = w;
+			while (*p && !(*p == '"' && (p[1] == ',' || p[1] == '\0' ||
+						     p[1] == '\n' || p[1] == '\r')))
+				p++;
+			if (*p)
+				*p++ = '\0';
+		} else {
+			f[n++] = p;
+			while (*p && *p != ',' && *p != '\n' && *p != '\r')
+				p++;
+		}
+		if (*p != ',') {
+			*p = '\0';
+			break;
+		}
+		*p++ = '\0';
+	}
+	return n;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+	double *c;
+	double m;
+
+	if (n <= 0)
+		return (double)NAN;
+	c = malloc((size_t)n * sizeof(*c));
+	if (!c)
+		return (double)NAN;
+	memcpy(c, v, (size_t)n * sizeof(*c));
+	qsort(c, (size_t)n, sizeof(*c), cmp_d);
+	m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+	free(c);
+	return m;
+}
+
+static double rel_err(double pred, double meas)
+{
+	return fabs(pred / meas - 1);
+}
+
+/* Predict one graph file at batch (and seq when > 0). */
+static int predict_file(const char *path, int64_t batch, int64_t seq,
+			const char *platform, int loss, int optimizer,
+			struct colloc_perf *out)
+{
+	struct colloc_graph *g = NULL;
+	struct colloc_platform p;
+	struct colloc_diag diag = {{0}};
+	struct colloc_binding dim = {"seq", seq};
+	struct colloc_bind_opts bind = {batch, &dim, seq > 0 ? 1 : 0};
+	struct colloc_perf_opts o;
+	int rc;
+
+	if ((rc = colloc_platform_load(platform, &p, &diag)) ||
+	    (rc = colloc_onnx_load_file(path, NULL, &g, &diag)) ||
+	    (rc = colloc_graph_infer(g, &bind, &diag))) {
+		fprintf(stderr, "bench_perf: %s: %s\n", path, diag.msg);
+		colloc_graph_destroy(g);
+		return rc;
+	}
+	colloc_graph_cost(g, NULL);
+	colloc_perf_opts_init(&o);
+	o.platform = &p;
+	o.batch = batch;
+	o.loss = loss;
+	o.optimizer = optimizer;
+	o.input_on_host = false;
+	rc = colloc_perf_predict(g, &o, out, &diag);
+	if (rc)
+		fprintf(stderr, "bench_perf: %s: %s\n", path, diag.msg);
+	colloc_graph_destroy(g);
+	return rc;
+}
+
+static FILE *open_csv(const char *rel, char *hline, char **hdr, int *nh)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s", rel);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	if (!fgets(hline, LINE_MAX_BYTES, f)) {
+		fclose(f);
+		return NULL;
+	}
+	*nh = split_csv(hline, hdr, MAX_FIELDS);
+	return f;
+}
+
+static int col(char **hdr, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(hdr[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* --- 1. NeuSight ------------------------------------------------------ */
+
+static const char *neusight_platform(const char *device)
+{
+	if (strstr(device, "A100_80GB"))
+		return "a100-80gb-cu124-torch26";
+	if (strstr(device, "V100"))
+		return "v100-32gb-cu124-torch26";
+	return NULL;
+}
+
+static void bench_neusight(void)
+{
+	static const char *const cols[] = {"roofline_ms", "habitat_ms", "neusight_ms",
+					   "li_micro_ms"};
+	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	char *hdr[MAX_FIELDS], *f[MAX_FIELDS];
+	double ours[64], base[4][64];
+	int nh, n = 0, cm, cs, cb, cd, cmeas, cb_[4];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/measurements/perf/train_e2e_dev.csv", data_dir);
+	fp = open_csv(path, hline, hdr, &nh);
+	if (!fp) {
+		printf("1. NeuSight: %s not found; skipped\n\n", path);
+		return;
+	}
+	cm = col(hdr, nh, "model");
+	cs = col(hdr, nh, "seqlen");
+	cb = col(hdr, nh, "batch");
+	cd = col(hdr, nh, "device");
+	cmeas = col(hdr, nh, "measured_ms");
+	for (int i = 0; i < 4; i++)
+		cb_[i] = col(hdr, nh, cols[i]);
+	printf("1. Step time (forward + backward, fp32) against NeuSight's measured "
+	       "rows\n");
+	printf("%-12s %5s %3s %-22s %9s %9s %7s | %7s %7s %7s %7s\n", "model", "seq",
+	       "bs", "GPU", "measured", "colloc", "err", "roofln", "habitat", "neusght",
+	       "li");
+	while (n < 64 && fgets(line, sizeof(line), fp)) {
+		struct colloc_perf p;
+		const char *plat;
+		double meas, pred;
+		char graph[4096];
+
+		if (split_csv(line, f, MAX_FIELDS) < nh || cm < 0 || cmeas < 0)
+			continue;
+		plat = neusight_platform(f[cd]);
+		snprintf(graph, sizeof(graph), "%s/bench/perf/%s.onnx", data_dir, f[cm]);
+		if (!plat ||
+		    predict_file(graph, atoll(f[cb]), atoll(f[cs]), plat,
+				 COLLOC_LOSS_CROSS_ENTROPY, COLLOC_OPT_SGD, &p)) {
+			printf("%-12s %5s %3s %-22.22s   (no graph or platform: "
+			       "skipped)\n",
+			       f[cm], f[cs], f[cb], f[cd]);
+			continue;
+		}
+		meas = atof(f[cmeas]);
+		/* NeuSight times forward + backward with CUDA events; the
+		 * optimizer step is not part of it */
+		pred = p.phase_ms[COLLOC_PERF_FORWARD] + p.phase_ms[COLLOC_PERF_BACKWARD];
+		ours[n] = rel_err(pred, meas);
+		printf("%-12s %5s %3s %-22.22s %9.1f %9.1f %6.1f%% |", f[cm], f[cs],
+		       f[cb], f[cd], meas, pred, 100 * ours[n]);
+		for (int i = 0; i < 4; i++) {
+			base[i][n] = cb_[i] >= 0 ? rel_err(atof(f[cb_[i]]), meas)
+						 : (double)NAN;
+			printf(" %6.1f%%", 100 * base[i][n]);
+		}
+		printf("\n");
+		n++;
+	}
+	fclose(fp);
+	printf("median |error| over %d rows: colloc %.1f%% | roofline %.1f%%, Habitat "
+	       "%.1f%%, "
+	       "NeuSight %.1f%%, Li %.1f%%  (target <= 10%%)\n\n",
+	       n, 100 * median(ours, n), 100 * median(base[0], n),
+	       100 * median(base[1], n), 100 * median(base[2], n),
+	       100 * median(base[3], n));
+}
+
+/* --- 2. Pollux -------------------------------------------------------- */
+
+static void bench_pollux(const char *platform)
+{
+	static const struct {
+		const char *model, *graph;
+		int64_t seq;
+	} twins[] = {
+		{"imagenet_resnet50", "zoo/resnet50.onnx", 0},
+		{"cifar10_resnet18", "bench/perf/resnet18_c10.onnx", 0},
+	};
+	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	char *hdr[MAX_FIELDS], *f[MAX_FIELDS];
+	double err[MAX_ROWS], meas_v[MAX_ROWS], pred_v[MAX_ROWS];
+	int nh, n = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/measurements/perf/single_gpu_step_time.csv",
+		 data_dir);
+	fp = open_csv(path, hline, hdr, &nh);
+	if (!fp) {
+		printf("2. Pollux: %s not found; skipped\n\n", path);
+		return;
+	}
+	printf("2. Step time over a batch sweep against Pollux's single-GPU runs "
+	       "(platform %s)\n",
+	       platform);
+	printf("%-20s %6s %10s %10s %7s\n", "model", "batch", "measured", "colloc",
+	       "err");
+	while (n < MAX_ROWS && fgets(line, sizeof(line), fp)) {
+		struct colloc_perf p;
+		char graph[4096];
+		int t = -1;
+
+		if (split_csv(line, f, MAX_FIELDS) < 3)
+			continue;
+		for (size_t i = 0; i < sizeof(twins) / sizeof(twins[0]); i++)
+			if (strcmp(f[0], twins[i].model) == 0)
+				t = (int)i;
+		if (t < 0)
+			continue;
+		snprintf(graph, sizeof(graph), "%s/%s", data_dir, twins[t].graph);
+		if (predict_file(graph, atoll(f[1]), twins[t].seq, platform,
+				 COLLOC_LOSS_CROSS_ENTROPY, COLLOC_OPT_MOMENTUM, &p))
+			continue;
+		meas_v[n] = atof(f[2]) * 1e3;
+		pred_v[n] = p.step_ms;
+		err[n] = rel_err(pred_v[n], meas_v[n]);
+		printf("%-20s %6s %8.1f ms %8.1f ms %6.1f%%\n", f[0], f[1], meas_v[n],
+		       pred_v[n], 100 * err[n]);
+		n++;
+	}
+	fclose(fp);
+	{
+		double med = median(meas_v, n), base[MAX_ROWS];
+
+		for (int i = 0; i < n; i++)
+			base[i] = rel_err(med, meas_v[i]);
+		printf("median |error| over %d rows: colloc %.1f%% | constant median "
+		       "%.1f%%\n\n",
+		       n, 100 * median(err, n), 100 * median(base, n));
+	}
+}
+
+/* --- 4. GPUMemNet MLPs -------------------------------------------------- */
+
+/* Build the MLP of one row: Gemm(transB) + Relu per layer, as torch.onnx
+ * exports nn.Sequential(nn.Linear, nn.ReLU, ...). Weights are external. */
+static int mlp_graph(int64_t in_dim, const int64_t *widths, int n_layers, int64_t batch,
+		     struct colloc_graph **g)
+{
+	struct ob_model *m = ob_model_create(14);
+	Onnx__GraphProto *gp = ob_model_graph(m);
+	struct colloc_diag diag = {{0}};
+	char prev[64] = "x", dims[64], name[64], ins[256], out[64];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int64_t width = in_dim;
+	int rc;
+
+	snprintf(dims, sizeof(dims), "batch,%lld", (long long)in_dim);
+	ob_input(m, gp, "x", 1, dims);
+	for (int l = 0; l < n_layers; l++) {
+		Onnx__TensorProto *t;
+		Onnx__NodeProto *nd;
+
+		snprintf(name, sizeof(name), "layers.%d.weight", 2 * l);
+		snprintf(dims, sizeof(dims), "%lld,%lld", (long long)widths[l],
+			 (long long)width);
+		t = ob_tensor(m, name, 1, dims);
+		ob_tensor_external(m, t, "weights");
+		ob_init(m, gp, t);
+		snprintf(name, sizeof(name), "layers.%d.bias", 2 * l);
+		snprintf(dims, sizeof(dims), "%lld", (long long)widths[l]);
+		t = ob_tensor(m, name, 1, dims);
+		ob_tensor_external(m, t, "weights");
+		ob_init(m, gp, t);
+		snprintf(ins, sizeof(ins), "%s,layers.%d.weight,layers.%d.bias", prev,
+			 2 * l, 2 * l);
+		snprintf(out, sizeof(out), "h%d", l);
+		nd = ob_node(m, gp, "Gemm", "", ins, out);
+		ob_attr_int(m, nd, "transB", 1);
+		snprintf(prev, sizeof(prev), "%s", out);
+		if (l + 1 < n_layers) {
+			snprintf(out, sizeof(out), "r%d", l);
+			ob_node(m, gp, "Relu", "", prev, out);
+			snprintf(prev, sizeof(prev), "%s", out);
+		}
+		width = widths[l];
+	}
+	snprintf(dims, sizeof(dims), "batch,%lld", (long long)width);
+	ob_output(m, gp, prev, 1, dims);
+	rc = ob_model_pack(m, &buf, &len);
+	ob_model_destroy(m);
+	if (rc)
+		return rc;
+	rc = colloc_onnx_load_buffer(buf, len, NULL, g, &diag);
+	free(buf);
+	if (rc == 0) {
+		struct colloc_bind_opts bind = {batch, NULL, 0};
+
+		rc = colloc_graph_infer(*g, &bind, &diag);
+	}
+	if (rc)
+		fprintf(stderr, "bench_perf: MLP graph: %s\n", diag.msg);
+	return rc;
+}
+
+static double rmsle(const double *p, const double *m, int n)
+{
+	double s = 0;
+
+	for (int i = 0; i < n; i++) {
+		double d = log1p(p[i]) - log1p(m[i]);
+
+		s += d * d;
+	}
+	return n ? sqrt(s / n) : (double)NAN;
+}
+
+static double mae(const double *p, const double *m, int n)
+{
+	double s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += fabs(p[i] - m[i]);
+	return n ? s / n : (double)NAN;
+}
+
+static void bench_gpumemnet(const char *platform)
+{
+	static double pu[MAX_ROWS], mu[MAX_ROWS], ps[MAX_ROWS], ms[MAX_ROWS],
+		cu[MAX_ROWS], cs[MAX_ROWS];
+	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	char *hdr[MAX_FIELDS], *f[MAX_FIELDS];
+	struct colloc_platform plat;
+	struct colloc_diag diag = {{0}};
+	int nh, n = 0, cfile, clist, cbatch, cutil, csm;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/perf/gpumemnet-mlp/mlp_data_step1.csv",
+		 shared_dir);
+	fp = open_csv(path, hline, hdr, &nh);
+	if (!fp) {
+		printf("4. GPUMemNet MLPs: %s not found (it is not in the repository: no "
+		       "licence); skipped\n\n",
+		       path);
+		return;
+	}
+	if (colloc_platform_load(platform, &plat, &diag)) {
+		fprintf(stderr, "bench_perf: %s\n", diag.msg);
+		fclose(fp);
+		return;
+	}
+	cfile = col(hdr, nh, "Filename");
+	clist = col(hdr, nh, "Activations-Params");
+	cbatch = col(hdr, nh, "Batch Size");
+	cutil = col(hdr, nh, "Avg GPUTL");
+	csm = col(hdr, nh, "Avg SMACT");
+	while (n < MAX_ROWS && fgets(line, sizeof(line), fp)) {
+		int64_t widths[64], in_dim;
+		int nl = 0;
+		const char *s;
+		struct colloc_graph *g = NULL;
+		struct colloc_perf p;
+		struct colloc_perf_opts o;
+
+		if (split_csv(line, f, MAX_FIELDS) < nh || cfile < 0 || clist < 0 ||
+		    cbatch < 0 || cutil < 0 || csm < 0)
+			continue;
+		s = strstr(f[cfile], "input:");
+		if (!s)
+			continue;
+		in_dim = atoll(s + 6);
+		for (s = f[clist]; (s = strstr(s, "('linear', ")) && nl < 64; s++)
+			widths[nl++] = atoll(s + 11);
+		if (nl == 0 || in_dim <= 0 ||
+		    mlp_graph(in_dim, widths, nl, atoll(f[cbatch]), &g))
+			continue;
+		colloc_graph_cost(g, NULL);
+		colloc_perf_opts_init(&o);
+		o.platform = &plat;
+		o.batch = atoll(f[cbatch]);
+		if (colloc_perf_predict(g, &o, &p, &diag) == 0) {
+			pu[n] = 100 * p.gpu_util;
+			ps[n] = 100 * p.sm_activity;
+			mu[n] = atof(f[cutil]);
+			ms[n] = 100 * atof(f[csm]);
+			if (getenv("BENCH_PERF_DEBUG") && n < 12)
+				fprintf(stderr,
+					"%s b=%s: util %.0f/%.0f sm %.0f/%.0f step %.3f "
+					"ms kern %.3f "
+					"host %.3f n=%d fixed %.3f\n",
+					f[cfile], f[cbatch], pu[n], mu[n], ps[n], ms[n],
+					p.step_ms, p.kernel_ms, p.host_ms, p.kernels,
+					p.fixed_ms);
+			n++;
+		}
+		colloc_graph_destroy(g);
+	}
+	fclose(fp);
+	{
+		double mu_med = median(mu, n), ms_med = median(ms, n);
+
+		for (int i = 0; i < n; i++) {
+			cu[i] = mu_med;
+			cs[i] = ms_med;
+		}
+		printf("4. GPU utilization of GPUMemNet's %d MLP runs (platform %s), in "
+		       "percent\n",
+		       n, platform);
+		printf("%-30s %10s %10s\n", "", "MAE (pt)", "RMSLE");
+		printf("%-30s %10.1f %10.3f\n", "utilization.gpu: colloc", mae(pu, mu, n),
+		       rmsle(pu, mu, n));
+		printf("%-30s %10.1f %10.3f\n", "utilization.gpu: const median",
+		       mae(cu, mu, n), rmsle(cu, mu, n));
+		printf("%-30s %10.1f %10.3f\n", "SM activity: colloc", mae(ps, ms, n),
+		       rmsle(ps, ms, n));
+		printf("%-30s %10.1f %10.3f\n", "SM activity: const median",
+		       mae(cs, ms, n), rmsle(cs, ms, n));
+		printf("(targets: RMSLE <= 0.10 on utilization, MAE <= 7 points on SM "
+		       "activity; "
+		       "HotCloud '20 reports RMSLE 0.154)\n\n");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *pollux_plat = "t4-16gb-cu124-torch26",
+		   *mlp_plat = "a100-40gb-cu124-torch26";
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
+			data_dir = argv[++i];
+		else if (strcmp(argv[i], "--shared") == 0 && i + 1 < argc)
+			shared_dir = argv[++i];
+		else if (strcmp(argv[i], "--mlp-platform") == 0 && i + 1 < argc)
+			mlp_plat = argv[++i];
+		else if (strcmp(argv[i], "--pollux-platform") == 0 && i + 1 < argc)
+			pollux_plat = argv[++i];
+		else {
+			fprintf(stderr, "usage: bench_perf [--data DIR] [--shared DIR] "
+					"[--mlp-platform P] [--pollux-platform P]\n");
+			return 2;
+		}
+	}
+	setenv("COLLOC_DATA_DIR", data_dir, 0);
+	bench_neusight();
+	bench_pollux(pollux_plat);
+	bench_gpumemnet(mlp_plat);
+	return 0;
+}
