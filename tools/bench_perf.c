@@ -249,7 +249,8 @@ static void bench_pollux(const char *platform)
 		int64_t seq;
 	} twins[] = {
 		{"imagenet_resnet50", "zoo/resnet50.onnx", 0},
-		{"cifar10_resnet18", "bench/perf/resnet18_c10.onnx", 0},
+		{"cifar10_resnet18", "bench/perf/resnet18_cifar.onnx", 0},
+		{"bert", "bench/perf/bert_base_squad.onnx", 384},
 	};
 	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
 	char *hdr[MAX_FIELDS], *f[MAX_FIELDS];

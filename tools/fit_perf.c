@@ -36,7 +36,7 @@
  * launch-to-completion (an empty kernel) plus pipeline fill; the kernel
  * files hold few small kernels, so the fit is kept in that physical range
  * rather than letting it absorb shape effects of large ones. */
-#define FIXED_US_MAX 12.0
+#define FIXED_US_MAX 5.0
 /* Bandwidth efficiency for GPUs whose elementwise kernels were not
  * measured (NeuSight has none for H100): the built-in default. */
 #define ETA_MEMORY_UNMEASURED 0.80
