@@ -203,11 +203,13 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(d, d)
         self.dropout = nn.Dropout(pdrop)
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         b, t = x.shape[0], x.shape[1]
         q, k, v = (lin(x).view(b, t, self.n_head, self.head_dim).transpose(1, 2)
                    for lin in (self.query, self.key, self.value))
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        if mask is not None:  # Hugging Face's extended attention mask, [b, 1, 1, t]
+            scores = scores + mask
         probs = self.dropout(torch.softmax(scores, dim=-1))
         return torch.matmul(probs, v).transpose(1, 2).reshape(b, t, self.d)
 
@@ -231,8 +233,9 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(d, n_head, pdrop)
         self.output = BertResidualOutput(d, d, eps, pdrop)
 
-    def forward(self, x):
-        return self.output(self.self(x), x)
+    def forward(self, x, mask=None):
+        h = self.self(x) if mask is None else self.self(x, mask)
+        return self.output(h, x)
 
 
 class BertIntermediate(nn.Module):
@@ -251,8 +254,8 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(d, d_ff)
         self.output = BertResidualOutput(d_ff, d, eps, pdrop)
 
-    def forward(self, x):
-        a = self.attention(x)
+    def forward(self, x, mask=None):
+        a = self.attention(x) if mask is None else self.attention(x, mask)
         return self.output(self.intermediate(a), a)
 
 
@@ -261,22 +264,54 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList(BertLayer(*args) for _ in range(n_layer))
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         for layer in self.layer:
-            x = layer(x)
+            x = layer(x) if mask is None else layer(x, mask)
         return x
 
 
-class BertModel(nn.Module):
-    """BERT encoder without the pooler (BertForMaskedLM builds it with add_pooling_layer=False)."""
+class BertPooler(nn.Module):
+    """dense + tanh on the first token ([CLS]): BertModel's pooler."""
 
-    def __init__(self, vocab, max_pos, type_vocab, d, n_layer, n_head, d_ff, eps, pdrop):
+    def __init__(self, d):
+        super().__init__()
+        self.dense = nn.Linear(d, d)
+        self.activation = nn.Tanh()
+
+    def forward(self, x):
+        return self.activation(self.dense(x[:, 0]))
+
+
+def bert_extended_attention_mask(input_ids, dtype=torch.float32):
+    """What Hugging Face's BertModel adds to the attention scores when called without an
+    attention_mask: mask = ones([b, t]); (1.0 - mask[:, None, None, :]) * finfo.min -- all zeros,
+    but computed and added in every layer."""
+    mask = torch.ones(input_ids.shape[0], input_ids.shape[1], dtype=dtype)
+    return (1.0 - mask[:, None, None, :]) * torch.finfo(dtype).min
+
+
+class BertModel(nn.Module):
+    """BERT encoder, by default without the pooler (BertForMaskedLM builds it with
+    add_pooling_layer=False).  Options (off by default; the zoo's bert_base uses neither):
+    add_pooling_layer=True registers `pooler` (BertPooler; forward still returns the sequence
+    output, callers apply self.pooler); attention_mask=True adds Hugging Face's all-zero extended
+    attention mask to the scores of every layer, as BertModel does when given no mask or an
+    all-ones one."""
+
+    def __init__(self, vocab, max_pos, type_vocab, d, n_layer, n_head, d_ff, eps, pdrop,
+                 add_pooling_layer=False, attention_mask=False):
         super().__init__()
         self.embeddings = BertEmbeddings(vocab, max_pos, type_vocab, d, eps, pdrop)
         self.encoder = BertEncoder(n_layer, d, n_head, d_ff, eps, pdrop)
+        if add_pooling_layer:
+            self.pooler = BertPooler(d)
+        self.attention_mask = attention_mask
 
     def forward(self, input_ids):
-        return self.encoder(self.embeddings(input_ids))
+        x = self.embeddings(input_ids)
+        if not self.attention_mask:
+            return self.encoder(x)
+        return self.encoder(x, bert_extended_attention_mask(input_ids, x.dtype))
 
 
 class BertPredictionHeadTransform(nn.Module):
