@@ -32,5 +32,8 @@ fi
 # The estimator's benchmark prints its table (accuracy against measured GPU
 # runs next to published estimators, and speed); it never fails on numbers.
 build-asan/bench_estimate --data data || echo "test.sh: bench_estimate could not run" >&2
+# The step-time / utilization benchmark likewise (skips data it cannot find).
+build-asan/tests/bench_perf --data data --shared ../shared/data ||
+	echo "test.sh: bench_perf could not run" >&2
 
 ctest --preset asan -j "$jobs"

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "colloc/cost.h"
 #include "colloc/estimate.h"
@@ -576,7 +577,8 @@ static void bench_gpumemnet(const char *platform)
 			ps[n] = 100 * p.sm_activity;
 			mu[n] = atof(f[cutil]);
 			ms[n] = 100 * atof(f[csm]);
-			if (getenv("BENCH_PERF_DEBUG") && n < 12)
+			if (getenv("BENCH_PERF_DEBUG") &&
+			    (n < 12 || getenv("BENCH_PERF_ALL")))
 				fprintf(stderr,
 					"%s b=%s: util %.0f/%.0f sm %.0f/%.0f step %.3f "
 					"ms kern %.3f "
@@ -614,6 +616,56 @@ static void bench_gpumemnet(const char *platform)
 	}
 }
 
+/* --- 5. speed ---------------------------------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One prediction for ResNet-50 at batch 64, beside the memory estimate of
+ * the same graph (what `colloc estimate` already does), in-process. */
+static void bench_speed(void)
+{
+	struct colloc_graph *g = NULL;
+	struct colloc_diag diag = {{0}};
+	struct colloc_bind_opts bind = {64, NULL, 0};
+	struct colloc_perf_opts o;
+	struct colloc_estimate_opts eo;
+	struct colloc_perf p;
+	struct colloc_estimate e;
+	char path[4096];
+	double t0, t_perf, t_est;
+	const int reps = 50;
+
+	snprintf(path, sizeof(path), "%s/zoo/resnet50.onnx", data_dir);
+	if (colloc_onnx_load_file(path, NULL, &g, &diag) ||
+	    colloc_graph_infer(g, &bind, &diag)) {
+		printf("5. speed: %s: %s; skipped\n", path, diag.msg);
+		colloc_graph_destroy(g);
+		return;
+	}
+	colloc_graph_cost(g, NULL);
+	colloc_perf_opts_init(&o);
+	colloc_estimate_opts_init(&eo);
+	t0 = now_s();
+	for (int i = 0; i < reps; i++)
+		colloc_perf_predict(g, &o, &p, &diag);
+	t_perf = (now_s() - t0) / reps;
+	t0 = now_s();
+	for (int i = 0; i < reps; i++)
+		colloc_estimate_run(g, &eo, &e, &diag);
+	t_est = (now_s() - t0) / reps;
+	printf("5. Speed, ResNet-50 batch 64, in-process (mean of %d)\n", reps);
+	printf("step-time prediction %.3f ms | memory estimate of the same graph %.3f "
+	       "ms\n\n",
+	       t_perf * 1e3, t_est * 1e3);
+	colloc_graph_destroy(g);
+}
+
 int main(int argc, char **argv)
 {
 	const char *pollux_plat = "t4-16gb-cu124-torch26",
@@ -639,5 +691,6 @@ int main(int argc, char **argv)
 	bench_pollux(pollux_plat);
 	bench_gavel();
 	bench_gpumemnet(mlp_plat);
+	bench_speed();
 	return 0;
 }
