@@ -22,9 +22,9 @@
  * gives every rule and the measured accuracy.
  *
  * Pure: no I/O, no clock, no allocation beyond what it frees before
- * returning. Reads an inferred graph (colloc_graph_infer() at the batch of
- * interest, colloc_graph_cost() not required) and fills a caller-owned
- * struct colloc_perf.
+ * returning. Reads a graph inferred (colloc_graph_infer() at the batch of
+ * interest) and costed (colloc_graph_cost(): the FLOPs are the graph's) and
+ * fills a caller-owned struct colloc_perf.
  */
 #ifndef COLLOC_PERF_H
 #define COLLOC_PERF_H
@@ -127,7 +127,8 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 /*
  * One kernel of class cls on platform p, for tools and tests: its time in
  * seconds given its FLOPs and bytes moved, at precision prec. Uses the
- * profile's calibrated efficiency, else the built-in class default.
+ * profile's calibrated efficiency, else the built-in class default. -1
+ * for an unknown class or a profile without compute facts.
  */
 double colloc_perf_kernel_s(const struct colloc_platform *p, int cls, int prec,
 			    double flops, double bytes);

@@ -15,8 +15,8 @@
 
 static const char *const opt_names[COLLOC_OPT_COUNT_] = {"sgd",	  "momentum", "adam",
 							 "adamw", "rmsprop",  "adagrad"};
-static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16",
-							   "amp-bf16", "tf32"};
+static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16", "amp-bf16",
+							   "tf32"};
 static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse", "none",
 							   "causal-lm"};
 static const char *const phase_names[] = {"setup", "forward", "loss", "backward",

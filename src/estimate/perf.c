@@ -88,17 +88,19 @@ void colloc_perf_opts_init(struct colloc_perf_opts *o)
 	o->input_on_host = true;
 }
 
+struct colloc_platform_eff colloc__eff_default(int cls)
+{
+	return default_eff[cls >= 0 && cls < COLLOC_PERF_CLASS_COUNT_ ? cls
+								      : COLLOC_PERF_ELEM];
+}
+
+/* A profile's class entry is complete once parsed (platform.c starts it
+ * from the default and overrides the keys the file gives). */
 struct colloc_platform_eff colloc__eff(const struct colloc_platform *p, int cls)
 {
-	struct colloc_platform_eff e = default_eff[cls];
-
-	if (p->eff[cls].eta_compute > 0)
-		e.eta_compute = p->eff[cls].eta_compute;
-	if (p->eff[cls].eta_memory > 0)
-		e.eta_memory = p->eff[cls].eta_memory;
-	if (p->eff[cls].eta_compute > 0 || p->eff[cls].eta_memory > 0)
-		e.fixed_us = p->eff[cls].fixed_us;
-	return e;
+	if (p->eff[cls].eta_compute > 0 && p->eff[cls].eta_memory > 0)
+		return p->eff[cls];
+	return default_eff[cls];
 }
 
 double colloc__peak_flops(const struct colloc_platform *p, int cls, int prec, bool conv)
@@ -223,6 +225,9 @@ double colloc__kernel_time_s(const struct colloc_platform *p, int cls, int prec,
 double colloc_perf_kernel_s(const struct colloc_platform *p, int cls, int prec,
 			    double flops, double bytes)
 {
+	if (cls < 0 || cls >= COLLOC_PERF_CLASS_COUNT_ || p->fp32_tflops <= 0 ||
+	    p->mem_bandwidth_gbs <= 0)
+		return -1;
 	return kernel(p, cls, prec, false, flops, bytes, 1, 1).s;
 }
 
@@ -242,13 +247,6 @@ int colloc_perf_check_platform(const struct colloc_platform *p, struct colloc_di
 		{"boost_clock_mhz", p->boost_clock_mhz, 0, 1e5},
 	};
 
-	if (p->fp32_tflops == 0)
-		return 0;
-	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-		if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi))
-			return colloc_diag_set(diag, COLLOC_EFORMAT,
-					       "'%s' is %g, outside %g..%g", f[i].name,
-					       f[i].v, f[i].lo, f[i].hi);
 	for (int c = 0; c < COLLOC_PERF_CLASS_COUNT_; c++) {
 		const struct colloc_platform_eff *e = &p->eff[c];
 
@@ -260,6 +258,13 @@ int colloc_perf_check_platform(const struct colloc_platform *p, struct colloc_di
 				"in [0, 1000)",
 				class_names[c]);
 	}
+	if (p->fp32_tflops == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi))
+			return colloc_diag_set(diag, COLLOC_EFORMAT,
+					       "'%s' is %g, outside %g..%g", f[i].name,
+					       f[i].v, f[i].lo, f[i].hi);
 	return 0;
 }
 
@@ -589,13 +594,15 @@ static void optimizer(struct step *st)
 static void loss(struct step *st, bool bwd_pass)
 {
 	int y = st->g->n_outputs > 0 ? st->g->outputs[0] : -1;
-	double el = numel(st->g, y), b = (double)colloc_tensor_bytes(&st->g->tensors[y]);
-	double rows = el / last_dim(st->g, y);
 	int ph = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
 	double h = bwd_pass ? st->host_bwd_s : st->host_op_s;
+	double el, b, rows;
 
 	if (y < 0 || st->o->loss == COLLOC_LOSS_NONE)
 		return;
+	el = numel(st->g, y);
+	b = (double)colloc_tensor_bytes(&st->g->tensors[y]);
+	rows = el / last_dim(st->g, y);
 	/* losses run in fp32 under autocast */
 	if (st->o->loss == COLLOC_LOSS_MSE) {
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, bwd_pass ? 3 * b : 2 * b, 0,
@@ -681,7 +688,7 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	struct colloc__top *tops = NULL;
 	bool *req = NULL;
 	struct step st;
-	double flops = 0, in_bytes = 0, batch;
+	double in_bytes = 0, batch;
 	int n, rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -702,8 +709,6 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	    o->optimizer >= COLLOC_OPT_COUNT_ || o->loss < 0 ||
 	    o->loss >= COLLOC_LOSS_COUNT_)
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid predictor options");
-	for (int k = 0; k < g->n_nodes; k++)
-		flops += (double)g->nodes[k].flops;
 	for (int t = 0; t < g->n_tensors; t++)
 		if (g->tensors[t].role != COLLOC_TENSOR_INITIALIZER &&
 		    g->tensors[t].rank < 0 && g->tensors[t].consumers > 0)
@@ -712,10 +717,21 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 				"graph is not inferred (tensor '%s' has no "
 				"shape)",
 				g->tensors[t].name);
-	if (g->n_nodes > 0 && flops <= 0)
-		return colloc_diag_set(
-			diag, COLLOC_EUSAGE,
-			"graph has no costs: call colloc_graph_cost() first");
+	/* An uncosted graph has matmuls of 0 FLOPs: refuse rather than
+	 * predict a step of nothing. */
+	for (int k = 0; k < g->n_nodes; k++) {
+		const struct colloc_node *nd = &g->nodes[k];
+		int y = nd->n_outputs > 0 ? nd->outputs[0] : -1;
+
+		if ((strcmp(nd->op_type, "MatMul") == 0 ||
+		     strcmp(nd->op_type, "Gemm") == 0 ||
+		     strcmp(nd->op_type, "Conv") == 0) &&
+		    nd->flops == 0 && y >= 0 && colloc_tensor_numel(&g->tensors[y]) > 0)
+			return colloc_diag_set(
+				diag, COLLOC_EUSAGE,
+				"graph has no costs: call colloc_graph_cost() "
+				"first");
+	}
 	st.act_scale = o->precision == COLLOC_PREC_AMP_FP16 ||
 				       o->precision == COLLOC_PREC_AMP_BF16
 			       ? 0.5

@@ -34,6 +34,9 @@ double colloc__peak_flops(const struct colloc_platform *p, int cls, int prec, bo
 double colloc__kernel_time_s(const struct colloc_platform *p, int cls, int prec,
 			     bool conv, double flops, double bytes, double gemm_eff);
 
+/* The built-in efficiency of class cls (profiles start from it). */
+struct colloc_platform_eff colloc__eff_default(int cls);
+
 /* The efficiency of class cls on p: the profile's calibration, else the
  * built-in default of the class. */
 struct colloc_platform_eff colloc__eff(const struct colloc_platform *p, int cls);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "colloc/perf.h"
+#include "estimate/perf_int.h"
 #include "colloc/units.h"
 #include "colloc/zoo.h"
 #include "common/files.h"
@@ -103,6 +104,8 @@ static int get_eff(const cJSON *obj, struct colloc_platform *p, struct colloc_di
 		if (!cJSON_IsObject(c))
 			return colloc_diag_set(diag, COLLOC_EFORMAT,
 					       "eff.%s must be an object", c->string);
+		/* keys the file leaves out keep the class's built-in value */
+		p->eff[cls] = colloc__eff_default(cls);
 		cJSON_ArrayForEach(v, c)
 		{
 			struct colloc_platform_eff *e = &p->eff[cls];
@@ -115,7 +118,7 @@ static int get_eff(const cJSON *obj, struct colloc_platform *p, struct colloc_di
 				rc = get_num(v, "eta_memory", 1e-4, 1, &e->eta_memory,
 					     diag);
 			else if (strcmp(v->string, "fixed_us") == 0)
-				rc = get_num(v, "fixed_us", 0, 1000, &e->fixed_us, diag);
+				rc = get_num(v, "fixed_us", 0, 999, &e->fixed_us, diag);
 			else
 				rc = colloc_diag_set(diag, COLLOC_EFORMAT,
 						     "eff.%s: unknown key '%s'",

@@ -1043,7 +1043,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.esz = malloc(nt * sizeof(*t.esz));
 	t.wcast = malloc(nt * sizeof(*t.wcast));
 	t.amp = opts->precision == COLLOC_PREC_AMP_FP16 ||
-		 opts->precision == COLLOC_PREC_AMP_BF16;
+		opts->precision == COLLOC_PREC_AMP_BF16;
 	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
 	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
 	    !t.saved || !prev_in)
