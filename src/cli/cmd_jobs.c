@@ -6,8 +6,8 @@
  * Thin: each command parses its options, makes requests through client.h
  * and prints. Scheduling, launching and bookkeeping are the daemon's; the
  * one computation here is `submit --model`, which estimates the memory need
- * with libcolloc exactly as `colloc estimate` does, so that the daemon never
- * loads user-supplied model files.
+ * and predicts the GPU utilization with libcolloc exactly as `colloc
+ * estimate` does, so that the daemon never loads user-supplied model files.
  *
  * Answers are read leniently: a field that is missing or of another type
  * prints as "-", never a crash. --json output is the daemon's body as sent.
@@ -27,6 +27,8 @@
 #include "cli/client.h"
 #include "cli/json_get.h"
 #include "colloc/estimate.h"
+#include "colloc/perf.h"
+#include "colloc/platform.h"
 #include "colloc/units.h"
 
 extern char **environ;
@@ -207,15 +209,20 @@ static const char submit_usage[] =
 	"                     default_mem)\n"
 	"  --model MODEL      instead of --mem: estimate the need from the model\n"
 	"                     (an .onnx file or a zoo name) as `colloc estimate`\n"
-	"                     does, and send its peak device memory; needs --batch\n"
+	"                     does, and send its peak device memory and predicted\n"
+	"                     GPU utilization and SM activity; needs --batch\n"
 	"    --batch N          batch size\n"
 	"    --dim NAME=VALUE   bind a named dim, e.g. --dim seq=128\n"
 	"    --optimizer NAME   sgd|momentum|adam|adamw|rmsprop|adagrad (adam)\n"
-	"    --precision NAME   fp32|amp-fp16|amp-bf16 (fp32)\n"
+	"    --precision NAME   fp32|tf32|amp-fp16|amp-bf16 (fp32)\n"
 	"    --loss NAME        cross-entropy|causal-lm|mse|none (cross-entropy)\n"
-	"    --platform NAME    profile from data/platforms/ (default: built-in)\n"
+	"    --platform NAME    profile from data/platforms/ for the memory\n"
+	"                       estimate and the utilization prediction (default:\n"
+	"                       built-in for memory; for utilization the profile\n"
+	"                       of collocd's GPU 0, else built-in)\n"
 	"  --util PCT         how busy it keeps its GPU, 0..100 (default: measured\n"
-	"                     on earlier runs, else collocd's default_util)\n"
+	"                     on earlier runs, else the --model prediction, else\n"
+	"                     collocd's default_util)\n"
 	"  --exclusive        GPUs of its own, shared with no other job\n"
 	"\n"
 	"scheduling and output:\n"
@@ -250,28 +257,137 @@ struct submit_args {
 
 /*
  * The peak device memory `colloc estimate MODEL --batch N ...` prints, from
- * the same helpers in the same order (cli.h, cmd_estimate.c).
- * Returns CLI_OK, or an exit status after printing why.
+ * the same helpers in the same order (cli.h, cmd_estimate.c), into *bytes;
+ * the graph, inferred at the batch, stays in *g for the utilization
+ * prediction (the caller destroys it). Returns CLI_OK, or an exit status
+ * after printing why (*g is then NULL).
  */
-static int estimate_need(const struct submit_args *a, uint64_t *bytes)
+static int estimate_need(const struct submit_args *a, struct colloc_graph **g,
+			 uint64_t *bytes)
 {
 	struct colloc_diag diag = {{0}};
 	struct colloc_platform plat;
-	struct colloc_graph *g = NULL;
 	struct colloc_estimate e;
 	struct colloc_estimate_opts opts = a->opts;
 	int rc;
 
+	*g = NULL;
 	if ((rc = cli_platform_load(a->platform, &plat)))
 		return rc;
 	opts.platform = &plat;
-	if ((rc = cli_model_load(a->model, &g)))
+	if ((rc = cli_model_load(a->model, g)))
 		return rc;
-	rc = cli_estimate_at(g, &a->dims, a->dims.batch, &opts, &e, &diag);
-	colloc_graph_destroy(g);
-	if (rc)
+	rc = cli_estimate_at(*g, &a->dims, a->dims.batch, &opts, &e, &diag);
+	if (rc) {
+		colloc_graph_destroy(*g);
+		*g = NULL;
 		return cli_estimate_error(a->model, rc, &diag);
+	}
 	*bytes = e.peak_device_bytes;
+	return CLI_OK;
+}
+
+/* The graph's utilization prediction, sent as "util_graph" (docs/api.md). */
+struct util_graph {
+	bool have;
+	double gpu_util, sm_activity;
+	char platform[sizeof(((struct colloc_platform *)0)->name)];
+};
+
+/*
+ * The bundled profile (with compute facts) whose "gpu" is gpu_name, as
+ * NVML names it, into *p; false when none is. The first by name wins.
+ */
+static bool platform_for_gpu(const char *gpu_name, struct colloc_platform *p)
+{
+	char *names[256];
+	int n = colloc_platform_list(names, 256);
+	bool found = false;
+
+	for (int k = 0; k < n && k < 256; k++) {
+		struct colloc_diag diag = {{0}};
+
+		if (!found && colloc_platform_load(names[k], p, &diag) == 0 &&
+		    p->fp32_tflops > 0 && strcmp(p->gpu, gpu_name) == 0)
+			found = true;
+		free(names[k]);
+	}
+	return found;
+}
+
+/*
+ * The platform of collocd's GPU 0 (GET /v1/gpus) into *p, else the
+ * built-in profile. CLI_OK, or CLI_UNREACHABLE / CLI_ERROR (printed) when
+ * the daemon gave no answer at all: the submit that follows could not
+ * reach it either. An answer that is an error, or names no known GPU, is
+ * not a failure: the built-in profile stands in.
+ */
+static int daemon_platform(struct cli_client *c, struct colloc_platform *p)
+{
+	struct cli_response r;
+	cJSON *root = NULL;
+	const cJSON *gpus, *g0;
+	const char *name = NULL;
+	int rc;
+
+	cli_response_init(&r);
+	rc = cli_client_request(c, "GET", "/v1/gpus", NULL, &r);
+	if (rc < 0) {
+		rc = cli_client_result(c, rc, &r, NULL);
+		cli_response_fini(&r);
+		return rc;
+	}
+	if (r.status / 100 == 2 && r.body)
+		root = cJSON_ParseWithLength(r.body, r.body_len);
+	gpus = cli_jarray(root, "gpus");
+	g0 = gpus ? cJSON_GetArrayItem(gpus, 0) : NULL;
+	if (g0)
+		name = cli_jstr(g0, "name");
+	if (!name || !platform_for_gpu(name, p))
+		colloc_platform_default(p);
+	cJSON_Delete(root);
+	cli_response_fini(&r);
+	return CLI_OK;
+}
+
+/*
+ * Predict the step's GPU utilization and SM activity of g (inferred at the
+ * batch by estimate_need) on --platform, else on the profile of collocd's
+ * GPU 0, else on the built-in one, as `colloc estimate --platform` does.
+ * A model the predictor cannot handle is a warning, not a failure: the job
+ * goes without a prediction. Returns CLI_OK, or an exit status after
+ * printing why.
+ */
+static int predict_util(const struct submit_args *a, struct cli_client *c,
+			struct colloc_graph *g, struct util_graph *out)
+{
+	struct colloc_diag diag = {{0}};
+	struct colloc_platform plat;
+	struct colloc_estimate_opts opts = a->opts;
+	struct colloc_perf_opts po;
+	struct colloc_perf p;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = a->platform ? cli_platform_load(a->platform, &plat)
+			 : daemon_platform(c, &plat);
+	if (rc)
+		return rc;
+	opts.platform = &plat;
+	colloc_perf_opts_init(&po);
+	if (cli_perf_at(g, a->dims.batch, &opts, &po, &p, &diag)) {
+		fprintf(stderr,
+			"colloc: warning: %s: no utilization prediction on platform %s: "
+			"%s\n",
+			a->model, plat.name, diag.msg);
+		return CLI_OK;
+	}
+	/* The predictor's own ranges, clamped against rounding at the ends:
+	 * the API takes fractions 0..1. */
+	out->gpu_util = p.gpu_util < 0 ? 0 : p.gpu_util > 1 ? 1 : p.gpu_util;
+	out->sm_activity = p.sm_activity < 0 ? 0 : p.sm_activity > 1 ? 1 : p.sm_activity;
+	snprintf(out->platform, sizeof(out->platform), "%s", plat.name);
+	out->have = true;
 	return CLI_OK;
 }
 
@@ -490,7 +606,7 @@ static bool add(cJSON *obj, const char *key, cJSON *item)
 
 /* The POST /v1/jobs body; NULL (after printing why) on failure. */
 static char *submit_body(const struct submit_args *a, int argc, char **argv,
-			 const char *model)
+			 const char *model, const struct util_graph *ug)
 {
 	char cwd[4096];
 	cJSON *req, *env;
@@ -537,6 +653,14 @@ static char *submit_body(const struct submit_args *a, int argc, char **argv,
 	}
 	if (ok && a->have_util)
 		ok = add(req, "util", cJSON_CreateNumber(a->util));
+	if (ok && ug && ug->have) {
+		cJSON *g = cJSON_CreateObject();
+
+		ok = add(req, "util_graph", g) &&
+		     add(g, "gpu_util", cJSON_CreateNumber(ug->gpu_util)) &&
+		     add(g, "sm_activity", cJSON_CreateNumber(ug->sm_activity)) &&
+		     add(g, "platform", cJSON_CreateString(ug->platform));
+	}
 	if (ok && model)
 		ok = add(req, "model", cJSON_CreateString(model));
 	if (ok && a->exclusive)
@@ -554,6 +678,8 @@ int cmd_submit(int argc, char **argv)
 	struct submit_args a;
 	struct cli_client c;
 	struct cli_response r;
+	struct util_graph ug = {0};
+	struct colloc_graph *g = NULL;
 	char model[CLI_MODEL_TEXT_MAX];
 	char *body;
 	cJSON *job;
@@ -565,17 +691,29 @@ int cmd_submit(int argc, char **argv)
 	rc = parse_submit(argc, argv, &a);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
+	/* Mistakes in the model arguments are found before the daemon is
+	 * asked anything. */
 	if (a.model) {
 		if ((rc = model_text(&a, model, sizeof(model))) ||
-		    (rc = estimate_need(&a, &a.mem_bytes)))
+		    (rc = estimate_need(&a, &g, &a.mem_bytes)))
 			return rc;
 	}
-	body = submit_body(&a, argc - optind, argv + optind, a.model ? model : NULL);
-	if (!body)
-		return CLI_ERROR;
 	if ((rc = cli_client_open(&c, a.socket))) {
-		free(body);
+		colloc_graph_destroy(g);
 		return rc;
+	}
+	if (a.model) {
+		rc = predict_util(&a, &c, g, &ug);
+		colloc_graph_destroy(g);
+		if (rc) {
+			cli_client_fini(&c);
+			return rc;
+		}
+	}
+	body = submit_body(&a, argc - optind, argv + optind, a.model ? model : NULL, &ug);
+	if (!body) {
+		cli_client_fini(&c);
+		return CLI_ERROR;
 	}
 	cli_response_init(&r);
 	rc = cli_client_call(&c, "POST", "/v1/jobs", body, &r, NULL);
@@ -743,9 +881,11 @@ static const char show_usage[] =
 	"\n"
 	"Everything collocd knows about job JOB: state and how it ended, what it\n"
 	"asked for and where the memory figure came from (request, estimate,\n"
-	"history, default, oom-retry), the GPUs it ran on, measured peak memory\n"
-	"and utilization, its command, directory, environment variable names and\n"
-	"its events (start, OOM retries, end, ...).\n"
+	"history, default, oom-retry) and the utilization figure (request,\n"
+	"history, graph (PLATFORM), default), the graph's utilization prediction,\n"
+	"the GPUs it ran on, measured peak memory and utilization, its command,\n"
+	"directory, environment variable names and its events (start, OOM\n"
+	"retries, end, ...).\n"
 	"\n"
 	"  --json           print collocd's job object as is\n" SOCKET_HELP
 	"  -h, --help       this help\n"
@@ -832,7 +972,17 @@ static void show_human(const cJSON *job)
 	       clean(cli_jstr(job, "mem_source"), b2, sizeof(b2), 20));
 	printf("model:       %s\n",
 	       clean(cli_jstr(job, "model"), text, sizeof(text), 511));
-	printf("util pred:   %s\n", fmt_frac(job, "util_pred", b1, sizeof(b1)));
+	printf("util pred:   %s (%s)\n", fmt_frac(job, "util_pred", b1, sizeof(b1)),
+	       clean(cli_jstr(job, "util_source"), text, sizeof(text), 100));
+	{
+		const cJSON *ug = cJSON_GetObjectItemCaseSensitive(job, "util_graph");
+
+		if (cJSON_IsObject(ug))
+			printf("util graph:  %s gpu util, %s sm activity (%s)\n",
+			       fmt_frac(ug, "gpu_util", b1, sizeof(b1)),
+			       fmt_frac(ug, "sm_activity", b2, sizeof(b2)),
+			       clean(cli_jstr(ug, "platform"), text, sizeof(text), 100));
+	}
 	printf("priority:    %s\n", fmt_int(job, "priority", b1, sizeof(b1)));
 	printf("exclusive:   %s\n",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "exclusive")) ? "yes"

@@ -216,9 +216,80 @@ static int get_string_array(const cJSON *obj, const char *key, int max, bool env
 }
 
 static const char *const submit_fields[] = {
-	"argv",	     "env",	   "cwd",  "name",  "gpus",	 "priority",
-	"mem_bytes", "mem_source", "util", "model", "exclusive", NULL,
+	"argv",	      "env",  "cwd",	    "name",  "gpus",	  "priority", "mem_bytes",
+	"mem_source", "util", "util_graph", "model", "exclusive", NULL,
 };
+
+/* A fraction member of obj, required. */
+static int get_fraction(const cJSON *obj, const char *what, const char *key, double *out,
+			struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field '%s.%s': expected a number 0..1", what,
+				       key);
+	*out = v->valuedouble;
+	return 0;
+}
+
+/*
+ * "util_graph": {"gpu_util": F, "sm_activity": F, "platform": "NAME"}, the
+ * CLI's prediction from the model's graph: both scales, the daemon picks
+ * the one it measures. Absent leaves req's "none" values.
+ */
+static int get_util_graph(const cJSON *root, struct cd_submit *req,
+			  struct colloc_diag *diag)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "util_graph");
+	const cJSON *it;
+	int rc;
+
+	if (!g)
+		return 0;
+	if (!cJSON_IsObject(g))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field 'util_graph': expected an object");
+	cJSON_ArrayForEach(it, g)
+	{
+		if (!it->string || (strcmp(it->string, "gpu_util") != 0 &&
+				    strcmp(it->string, "sm_activity") != 0 &&
+				    strcmp(it->string, "platform") != 0))
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "unknown field 'util_graph.%s'",
+					       it->string ? it->string : "");
+	}
+	if ((rc = get_fraction(g, "util_graph", "gpu_util", &req->graph_gpu_util,
+			       diag)) ||
+	    (rc = get_fraction(g, "util_graph", "sm_activity", &req->graph_sm_activity,
+			       diag)))
+		return rc;
+	it = cJSON_GetObjectItemCaseSensitive(g, "platform");
+	if (it) {
+		size_t n;
+
+		if (!cJSON_IsString(it) || !it->valuestring)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field 'util_graph.platform': expected a "
+					       "string");
+		n = strlen(it->valuestring);
+		if (n >= sizeof(req->graph_platform))
+			return colloc_diag_set(diag, COLLOC_ELIMIT,
+					       "field 'util_graph.platform': longer than "
+					       "%zu bytes",
+					       sizeof(req->graph_platform) - 1);
+		/* It is shown in the job's utilization source and its events. */
+		for (size_t k = 0; k < n; k++)
+			if ((unsigned char)it->valuestring[k] < 0x20 ||
+			    it->valuestring[k] == 0x7f)
+				return colloc_diag_set(
+					diag, COLLOC_EUSAGE,
+					"field 'util_graph.platform': control character");
+		memcpy(req->graph_platform, it->valuestring, n + 1);
+	}
+	return 0;
+}
 
 int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 			struct colloc_diag *diag)
@@ -231,6 +302,8 @@ int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 	memset(req, 0, sizeof(*req));
 	req->n_gpus = 1;
 	req->util = -1;
+	req->graph_gpu_util = -1;
+	req->graph_sm_activity = -1;
 	snprintf(req->mem_source, sizeof(req->mem_source), "request");
 	if (!body || len == 0)
 		return colloc_diag_set(diag, COLLOC_EFORMAT,
@@ -304,6 +377,8 @@ int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 		}
 		req->util = it->valuedouble;
 	}
+	if ((rc = get_util_graph(root, req, diag)))
+		goto out;
 	it = cJSON_GetObjectItemCaseSensitive(root, "exclusive");
 	if (it) {
 		if (!cJSON_IsBool(it)) {
@@ -360,6 +435,18 @@ cJSON *cd_api_job_json(struct cd_daemon *d, const struct cd_job *job, int detail
 	cJSON_AddNumberToObject(o, "mem_need_bytes", (double)job->mem_need_bytes);
 	cJSON_AddStringToObject(o, "mem_source", job->mem_source);
 	cJSON_AddNumberToObject(o, "util_pred", job->util_pred);
+	cJSON_AddStringToObject(o, "util_source", job->util_source);
+	if (job->graph_gpu_util >= 0 && job->graph_sm_activity >= 0) {
+		cJSON *g = cJSON_AddObjectToObject(o, "util_graph");
+
+		if (g) {
+			cJSON_AddNumberToObject(g, "gpu_util", job->graph_gpu_util);
+			cJSON_AddNumberToObject(g, "sm_activity", job->graph_sm_activity);
+			cJSON_AddStringToObject(g, "platform", job->graph_platform);
+		}
+	} else {
+		cJSON_AddNullToObject(o, "util_graph");
+	}
 	cJSON_AddNumberToObject(o, "priority", job->priority);
 	cJSON_AddBoolToObject(o, "exclusive", job->exclusive);
 	cJSON_AddNumberToObject(o, "peak_bytes", (double)job->peak_bytes);

@@ -28,6 +28,9 @@
 
 #define MAX_PROCS 256 /* processes read per GPU per sample */
 #define OOM_SCAN_BYTES (256u << 10) /* tail of a log searched for markers */
+/* Samples a run needs before its mean activity counts as history for the
+ * next run of the same job: fewer saw its start-up, not its training. */
+#define UTIL_HISTORY_MIN_SAMPLES 3
 
 /* What the monitor knows of a running job between samples. */
 struct run_stat {
@@ -476,6 +479,7 @@ static void finish(struct cd_daemon *d, struct cd_job *job)
 	struct run_stat *r = run_find(d, job->id);
 	struct cd_status st;
 	const char *marker = NULL;
+	bool has_util;
 	int rc;
 
 	status_path(d, job->id, spath, sizeof(spath));
@@ -560,9 +564,14 @@ static void finish(struct cd_daemon *d, struct cd_job *job)
 		snprintf(job->reason, sizeof(job->reason), "exit status %d", st.code);
 	event(d, job->id, "failed", "%s", job->reason);
 commit:
-	if (job->peak_bytes > 0 && job->state != CD_JOB_CANCELLED &&
+	/* A run that measured anything teaches the next one: its peak, or
+	 * only its activity (a job whose processes the backend cannot see
+	 * still has its GPU's activity sampled). */
+	has_util = job->util_samples >= UTIL_HISTORY_MIN_SAMPLES;
+	if ((job->peak_bytes > 0 || has_util) && job->state != CD_JOB_CANCELLED &&
 	    cd_store_peak_record(d->store, job->key, job->id, job->peak_bytes,
-				 job->util_mean, colloc__wall_ms(), &diag))
+				 has_util ? job->util_mean : -1.0, colloc__wall_ms(),
+				 &diag))
 		logf_(d, "job %llu: cannot record its peak: %s",
 		      (unsigned long long)job->id, diag.msg);
 	if (save(d, job) == 0)
@@ -734,6 +743,20 @@ static double gpu_activity(const struct colloc_gpu_info *in, const char **src)
 	}
 	*src = "nothing (no activity measure; counted as idle)";
 	return 0;
+}
+
+/* Whether the scheduler measures activity as DCGM's SM activity (some
+ * usable GPU has it) rather than NVML's utilization: which of a graph
+ * prediction's two figures compares with what it sees. */
+static bool activity_is_sm(const struct cd_daemon *d)
+{
+	for (size_t k = 0; k < d->n_slots; k++) {
+		const struct colloc_gpu_info *in = &d->info[d->slots[k].gpu];
+
+		if (d->gpu_ok[d->slots[k].gpu] && in->sm_active >= 0)
+			return true;
+	}
+	return false;
 }
 
 static void sample(struct cd_daemon *d)
@@ -1082,6 +1105,41 @@ static void base_name(const char *argv_json, char *out, size_t len)
 	cJSON_Delete(a);
 }
 
+/*
+ * The job's predicted activity and where it came from: what the user said;
+ * else what earlier runs of the same job measured (on the scheduler's own
+ * scale, by the monitor); else the graph prediction on that scale; else
+ * default_util. The graph figures are kept whichever wins.
+ */
+static void choose_util(const struct cd_daemon *d, const struct cd_submit *req,
+			double hist_util, struct cd_job *job)
+{
+	bool graph = req->graph_gpu_util >= 0 && req->graph_sm_activity >= 0;
+
+	job->graph_gpu_util = graph ? req->graph_gpu_util : -1;
+	job->graph_sm_activity = graph ? req->graph_sm_activity : -1;
+	snprintf(job->graph_platform, sizeof(job->graph_platform), "%s",
+		 graph ? req->graph_platform : "");
+	if (req->util >= 0) {
+		job->util_pred = req->util;
+		snprintf(job->util_source, sizeof(job->util_source), "request");
+	} else if (hist_util >= 0) {
+		job->util_pred = hist_util;
+		snprintf(job->util_source, sizeof(job->util_source), "history");
+	} else if (graph) {
+		job->util_pred =
+			activity_is_sm(d) ? req->graph_sm_activity : req->graph_gpu_util;
+		if (req->graph_platform[0])
+			snprintf(job->util_source, sizeof(job->util_source), "graph (%s)",
+				 req->graph_platform);
+		else
+			snprintf(job->util_source, sizeof(job->util_source), "graph");
+	} else {
+		job->util_pred = d->cfg.default_util;
+		snprintf(job->util_source, sizeof(job->util_source), "default");
+	}
+}
+
 int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		     const struct cd_submit *req, struct cd_job *job,
 		     struct colloc_diag *diag)
@@ -1153,17 +1211,17 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		cd_job_fini(job);
 		return rc;
 	}
-	job->util_pred = req->util >= 0	 ? req->util
-			 : hist_util > 0 ? hist_util
-					 : d->cfg.default_util;
+	choose_util(d, req, hist_util, job);
 	job->submit_ms = colloc__wall_ms();
 	if ((rc = cd_store_job_insert(d->store, job, diag))) {
 		cd_job_fini(job);
 		return rc;
 	}
-	event(d, job->id, "submit", "by %s (uid %u): %s, %d GPU(s), need %s (%s)",
-	      job->user, job->uid, job->name, job->n_gpus,
-	      colloc_format_bytes(job->mem_need_bytes, a, sizeof(a)), job->mem_source);
+	event(d, job->id, "submit",
+	      "by %s (uid %u): %s, %d GPU(s), need %s (%s), util %.0f%% (%s)", job->user,
+	      job->uid, job->name, job->n_gpus,
+	      colloc_format_bytes(job->mem_need_bytes, a, sizeof(a)), job->mem_source,
+	      job->util_pred * 100.0, job->util_source);
 	d->dirty = true;
 	return 0;
 }

@@ -49,6 +49,10 @@ struct cd_submit {
 	uint64_t mem_bytes; /* 0 = not given */
 	char mem_source[CD_SOURCE_MAX]; /* "request" or "estimate" */
 	double util; /* < 0 = not given */
+	/* The CLI's graph prediction (util_graph): < 0 = not given. */
+	double graph_gpu_util; /* NVML utilization.gpu scale */
+	double graph_sm_activity; /* DCGM SM activity scale */
+	char graph_platform[CD_PLATFORM_MAX]; /* "" = not named */
 	char model[CD_MODEL_MAX];
 	char cwd[CD_PATH_MAX];
 	char *argv_json; /* owned, normalised JSON array of strings */
@@ -85,7 +89,10 @@ bool cd_daemon_may_use(const struct cd_daemon *d, const struct cd_peer *peer);
 
 /*
  * Queue a job for peer. Works out its memory need (request / estimate,
- * then history, then default) and predicted activity, commits it and
+ * then history, then default) and predicted activity (request, then the
+ * measured mean of earlier runs, then the graph prediction on the scale
+ * the scheduler measures: SM activity where DCGM gives it, else NVML
+ * utilization; then default_util), commits it with both sources and
  * writes the new record into *job. Returns 0, or a negative code with the
  * reason (a need that no GPU could ever hold is COLLOC_EUSAGE).
  */

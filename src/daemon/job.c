@@ -45,6 +45,8 @@ void cd_job_init(struct cd_job *job)
 	memset(job, 0, sizeof(*job));
 	job->state = CD_JOB_QUEUED;
 	job->exit_code = -1;
+	job->graph_gpu_util = -1;
+	job->graph_sm_activity = -1;
 }
 
 void cd_job_fini(struct cd_job *job)

@@ -8,7 +8,7 @@
  * Ownership: struct cd_job is caller-owned. Its two heap strings (argv_json,
  * env_json) belong to it and are freed by cd_job_fini(); everything else is
  * inline with a fixed maximum size. cd_job_init() zeroes a record and sets
- * the "none" values (exit_code -1, ...).
+ * the "none" values (exit_code -1, graph predictions -1, ...).
  */
 #ifndef COLLOC_DAEMON_JOB_H
 #define COLLOC_DAEMON_JOB_H
@@ -26,6 +26,9 @@
 #define CD_KEY_MAX 17 /* 16 hex digits + NUL */
 #define CD_SOURCE_MAX 16
 #define CD_MODEL_MAX 512
+#define CD_PLATFORM_MAX 64 /* a platform profile's name (colloc/platform.h) */
+/* "graph (" + a platform name + ")", or "request", "history", "default". */
+#define CD_UTIL_SOURCE_MAX (CD_PLATFORM_MAX + 16)
 
 enum cd_job_state {
 	CD_JOB_QUEUED = 0,
@@ -58,7 +61,18 @@ struct cd_job {
 	uint64_t mem_need_bytes; /* per GPU, what the scheduler gates on */
 	char mem_source[CD_SOURCE_MAX]; /* "request", "estimate", "history",
 					 * "default", "oom-retry" */
-	double util_pred; /* predicted activity 0..1 */
+	double util_pred; /* predicted activity 0..1, what the scheduler uses */
+	char util_source[CD_UTIL_SOURCE_MAX]; /* where util_pred came from:
+					       * "request", "history",
+					       * "graph (PLATFORM)", "default";
+					       * "unknown" for jobs submitted
+					       * before it was recorded */
+	/* The graph prediction the CLI sent (colloc/perf.h), on both scales
+	 * (NVML utilization.gpu and DCGM SM activity), whether or not it was
+	 * chosen; < 0 when none was sent. */
+	double graph_gpu_util;
+	double graph_sm_activity;
+	char graph_platform[CD_PLATFORM_MAX]; /* the profile it is for */
 	char model[CD_MODEL_MAX]; /* model arguments as given, "" if none */
 	char key[CD_KEY_MAX]; /* history key: same command, cwd, model */
 

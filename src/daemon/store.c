@@ -16,13 +16,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 /* PRAGMA application_id, "Coll": tells a colloc database from any other
  * SQLite file (and lets file(1) name it). */
 #define APPLICATION_ID 0x436f6c6c
@@ -38,7 +39,9 @@
 
 _Static_assert(CD_JOB_STATE_COUNT_ == 5, "job list binds one parameter per state");
 
-/* Applied in one transaction to an empty database. */
+/* Applied in one transaction to an empty database: the current schema.
+ * Columns added by a migration come last, declared as the migration adds
+ * them, so that a created and a migrated database are alike. */
 static const char schema_sql[] =
 	"CREATE TABLE jobs ("
 	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -73,7 +76,12 @@ static const char schema_sql[] =
 	" reason TEXT NOT NULL,"
 	" submit_ms INTEGER NOT NULL,"
 	" start_ms INTEGER NOT NULL,"
-	" end_ms INTEGER NOT NULL);"
+	" end_ms INTEGER NOT NULL,"
+	/* version 2 */
+	" util_source TEXT NOT NULL DEFAULT '',"
+	" graph_gpu_util REAL," /* NULL: no graph prediction */
+	" graph_sm_activity REAL,"
+	" graph_platform TEXT NOT NULL DEFAULT '');"
 	"CREATE INDEX jobs_state ON jobs(state);"
 	"CREATE TABLE events ("
 	" seq INTEGER PRIMARY KEY,"
@@ -91,10 +99,32 @@ static const char schema_sql[] =
 	" ts_ms INTEGER NOT NULL);"
 	"CREATE INDEX peaks_key ON peaks(key, ts_ms, job_id);"
 	"PRAGMA application_id = 1131375724;" /* APPLICATION_ID */
-	"PRAGMA user_version = 1;"; /* SCHEMA_VERSION */
+	"PRAGMA user_version = 2;"; /* SCHEMA_VERSION */
+
+/*
+ * migrations[v] turns a version-v database into version v + 1, in the
+ * same transaction as every later step. Existing rows are kept: new
+ * columns get values that say "not recorded".
+ */
+static const char *const migrations[] = {
+	[0] = NULL, /* version 0 is an empty file: schema_sql creates it */
+	/* 1 -> 2: where a job's utilization figure came from, and the graph
+	 * prediction beside it. Version 1 wrote a run without utilization
+	 * samples as 0 in peaks.util_mean (and read 0 as "none"); NULL says
+	 * so now, so that a measured 0 can count as history. */
+	[1] = "ALTER TABLE jobs ADD COLUMN util_source TEXT NOT NULL DEFAULT '';"
+	      "ALTER TABLE jobs ADD COLUMN graph_gpu_util REAL;"
+	      "ALTER TABLE jobs ADD COLUMN graph_sm_activity REAL;"
+	      "ALTER TABLE jobs ADD COLUMN graph_platform TEXT NOT NULL DEFAULT '';"
+	      "UPDATE jobs SET util_source = 'unknown';"
+	      "UPDATE peaks SET util_mean = NULL WHERE util_mean = 0;"
+	      "PRAGMA user_version = 2;",
+};
 
 _Static_assert(APPLICATION_ID == 1131375724, "schema_sql spells APPLICATION_ID");
-_Static_assert(SCHEMA_VERSION == 1, "schema_sql spells SCHEMA_VERSION");
+_Static_assert(SCHEMA_VERSION == 2, "schema_sql spells SCHEMA_VERSION");
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SCHEMA_VERSION,
+	       "one migration per version below SCHEMA_VERSION");
 
 /* The columns of jobs after id, in the order of enum job_col. */
 #define JOB_COLS                                                                      \
@@ -102,10 +132,12 @@ _Static_assert(SCHEMA_VERSION == 1, "schema_sql spells SCHEMA_VERSION");
 	"util_pred, model, key, cwd, argv_json, env_json, attempts, exclusive, "      \
 	"n_assigned, gpus, sup_pid, sup_start, job_pgid, peak_bytes, util_mean, "     \
 	"util_samples, cancel_requested, exit_code, term_signal, reason, submit_ms, " \
-	"start_ms, end_ms"
+	"start_ms, end_ms, util_source, graph_gpu_util, graph_sm_activity, "          \
+	"graph_platform"
 #define JOB_PARAMS                                                                     \
 	"?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, " \
-	"?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32"
+	"?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, "  \
+	"?33, ?34, ?35, ?36"
 
 /* Parameter number in INSERT/UPDATE, and column number in SELECT id, ... */
 enum job_col {
@@ -141,7 +173,11 @@ enum job_col {
 	JC_SUBMIT_MS,
 	JC_START_MS,
 	JC_END_MS,
-	JC_COUNT_ = JC_END_MS
+	JC_UTIL_SOURCE,
+	JC_GRAPH_GPU_UTIL,
+	JC_GRAPH_SM_ACTIVITY,
+	JC_GRAPH_PLATFORM,
+	JC_COUNT_ = JC_GRAPH_PLATFORM
 };
 
 enum stmt_id {
@@ -168,7 +204,7 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES (" JOB_PARAMS ")",
 	[ST_JOB_UPDATE] =
-		"UPDATE jobs SET (" JOB_COLS ") = (" JOB_PARAMS ") WHERE id = ?33",
+		"UPDATE jobs SET (" JOB_COLS ") = (" JOB_PARAMS ") WHERE id = ?37",
 	[ST_JOB_GET] = "SELECT id, " JOB_COLS " FROM jobs WHERE id = ?1",
 	/* Unbound state parameters are NULL and match nothing. */
 	[ST_JOB_LIST] = "SELECT id, " JOB_COLS " FROM jobs"
@@ -285,6 +321,14 @@ static double real_col(sqlite3_stmt *st, int col)
 		       : sqlite3_column_double(st, col);
 }
 
+/* A fraction that may be absent: NULL reads as -1. */
+static double opt_real_col(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL
+		       ? -1.0
+		       : sqlite3_column_double(st, col);
+}
+
 /* Binds parameters one after another and keeps the first failure, so that
  * a long run of binds is checked once. */
 struct binder {
@@ -307,6 +351,14 @@ static void bind_double(struct binder *b, int idx, double v)
 {
 	if (b->rc == SQLITE_OK)
 		b->rc = sqlite3_bind_double(b->st, idx, v);
+}
+
+/* A value that may be absent (negative or NaN): NULL in the file. */
+static void bind_opt_double(struct binder *b, int idx, double v)
+{
+	if (b->rc == SQLITE_OK)
+		b->rc = v >= 0 ? sqlite3_bind_double(b->st, idx, v)
+			       : sqlite3_bind_null(b->st, idx);
 }
 
 /* The text stays the caller's until the statement is reset. */
@@ -429,9 +481,11 @@ static int read_identity(sqlite3 *db, struct identity *id)
 	return src;
 }
 
-/* 0 when the database is colloc's (or empty: *create is then set), else the
- * refusal. Reads only, so a foreign file is never touched. */
-static int check_identity(struct cd_store *store, bool *create, struct colloc_diag *diag)
+/* 0 when the database is colloc's, else the refusal; *version is its schema
+ * version (0: an empty file, to be created; below SCHEMA_VERSION: to be
+ * migrated). Reads only, so a foreign file is never touched. */
+static int check_identity(struct cd_store *store, int64_t *version,
+			  struct colloc_diag *diag)
 {
 	struct identity id = {0, 0, 0};
 	int src = read_identity(store->db, &id);
@@ -449,16 +503,16 @@ static int check_identity(struct cd_store *store, bool *create, struct colloc_di
 				       "collocd's (%d)",
 				       store->path, (long long)id.version,
 				       SCHEMA_VERSION);
-	if (id.version == SCHEMA_VERSION && id.app_id != APPLICATION_ID)
+	if (id.version > 0 && id.app_id != APPLICATION_ID)
 		return colloc_diag_set(diag, COLLOC_EFORMAT,
 				       "%s: not a colloc database (application id %lld)",
 				       store->path, (long long)id.app_id);
-	if (id.version < SCHEMA_VERSION && id.n_objects > 0)
+	if (id.version <= 0 && id.n_objects > 0)
 		return colloc_diag_set(diag, COLLOC_EFORMAT,
 				       "%s: not a colloc database (it has tables but no "
 				       "colloc schema version)",
 				       store->path);
-	*create = id.version < SCHEMA_VERSION;
+	*version = id.version < 0 ? 0 : id.version;
 	return 0;
 }
 
@@ -498,19 +552,31 @@ static int set_wal(struct cd_store *store, struct colloc_diag *diag)
 	return rc;
 }
 
-/* Create the schema unless another opener did so since check_identity(). */
-static int create_schema(struct cd_store *store, struct colloc_diag *diag)
+/*
+ * Bring the schema to SCHEMA_VERSION: create it in an empty file, or apply
+ * the migrations from the file's version, all in one transaction (a
+ * failure leaves the file as it was). The version is read again under the
+ * write lock: another opener may have done the work since check_identity().
+ */
+static int upgrade_schema(struct cd_store *store, struct colloc_diag *diag)
 {
-	bool create = false;
-	int rc = exec_const(store, "BEGIN IMMEDIATE", "creating the schema", diag);
+	int64_t version = SCHEMA_VERSION;
+	int rc = exec_const(store, "BEGIN IMMEDIATE", "upgrading the schema", diag);
 
 	if (rc < 0)
 		return rc;
-	rc = check_identity(store, &create, diag);
-	if (rc == 0 && create)
+	rc = check_identity(store, &version, diag);
+	if (rc == 0 && version == 0)
 		rc = exec_const(store, schema_sql, "creating the schema", diag);
+	for (int64_t v = version; rc == 0 && v > 0 && v < SCHEMA_VERSION; v++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "migrating schema version %lld to %lld",
+			 (long long)v, (long long)v + 1);
+		rc = exec_const(store, migrations[v], what, diag);
+	}
 	if (rc == 0)
-		rc = exec_const(store, "COMMIT", "creating the schema", diag);
+		rc = exec_const(store, "COMMIT", "upgrading the schema", diag);
 	if (rc < 0)
 		sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
@@ -570,7 +636,7 @@ int cd_store_open(const char *path, struct cd_store **out, struct colloc_diag *d
 {
 	struct cd_store *store;
 	bool created = false;
-	bool create = false;
+	int64_t version = 0;
 	size_t len;
 	int src;
 	int rc;
@@ -610,7 +676,7 @@ int cd_store_open(const char *path, struct cd_store **out, struct colloc_diag *d
 
 	/* Identify the file before anything writes to it: switching a
 	 * foreign or newer database to WAL would already change it. */
-	rc = check_identity(store, &create, diag);
+	rc = check_identity(store, &version, diag);
 	if (rc < 0)
 		goto fail_close;
 	rc = set_wal(store, diag);
@@ -621,8 +687,8 @@ int cd_store_open(const char *path, struct cd_store **out, struct colloc_diag *d
 			"configuring", diag);
 	if (rc < 0)
 		goto fail_close;
-	if (create) {
-		rc = create_schema(store, diag);
+	if (version < SCHEMA_VERSION) {
+		rc = upgrade_schema(store, diag);
 		if (rc < 0)
 			goto fail_close;
 	}
@@ -788,6 +854,11 @@ static void bind_job(struct binder *b, const struct cd_job *job, const char *gpu
 	bind_i64(b, JC_SUBMIT_MS, job->submit_ms);
 	bind_i64(b, JC_START_MS, job->start_ms);
 	bind_i64(b, JC_END_MS, job->end_ms);
+	bind_field(b, JC_UTIL_SOURCE, job->util_source, sizeof(job->util_source));
+	bind_opt_double(b, JC_GRAPH_GPU_UTIL, job->graph_gpu_util);
+	bind_opt_double(b, JC_GRAPH_SM_ACTIVITY, job->graph_sm_activity);
+	bind_field(b, JC_GRAPH_PLATFORM, job->graph_platform,
+		   sizeof(job->graph_platform));
 }
 
 /* Fill job (cd_job_init()ed) from the current row of SELECT id, JOB_COLS.
@@ -830,6 +901,10 @@ static int read_job(struct cd_store *store, sqlite3_stmt *st, struct cd_job *job
 	job->submit_ms = sqlite3_column_int64(st, JC_SUBMIT_MS);
 	job->start_ms = sqlite3_column_int64(st, JC_START_MS);
 	job->end_ms = sqlite3_column_int64(st, JC_END_MS);
+	copy_col(st, JC_UTIL_SOURCE, job->util_source, sizeof(job->util_source));
+	job->graph_gpu_util = opt_real_col(st, JC_GRAPH_GPU_UTIL);
+	job->graph_sm_activity = opt_real_col(st, JC_GRAPH_SM_ACTIVITY);
+	copy_col(st, JC_GRAPH_PLATFORM, job->graph_platform, sizeof(job->graph_platform));
 
 	/* Rows are only as trustworthy as the file: never index gpus[] or
 	 * the state names with an unchecked value. */
@@ -1145,7 +1220,7 @@ int cd_store_peak_record(struct cd_store *store, const char *key, uint64_t job_i
 	bind_text(&b, 1, key, strlen(key));
 	bind_u64(&b, 2, job_id);
 	bind_u64(&b, 3, peak_bytes);
-	bind_double(&b, 4, util_mean);
+	bind_opt_double(&b, 4, util_mean);
 	bind_i64(&b, 5, ts_ms);
 	return run_plain(store, ST_PEAK_RECORD, &b, "recording a peak", diag);
 }
@@ -1157,7 +1232,7 @@ int cd_store_peak_lookup(struct cd_store *store, const char *key, uint64_t *peak
 	struct binder b = {st, SQLITE_OK};
 	uint64_t peak = 0;
 	double util_sum = 0.0;
-	int runs = 0;
+	int runs = 0, util_runs = 0;
 	int src;
 	int rc = check_key(store, key, diag);
 
@@ -1177,7 +1252,11 @@ int cd_store_peak_lookup(struct cd_store *store, const char *key, uint64_t *peak
 		p = i64_to_u64(sqlite3_column_int64(st, 0));
 		if (p > peak)
 			peak = p;
-		util_sum += real_col(st, 1);
+		/* A run without utilization samples has no say in the mean. */
+		if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+			util_sum += sqlite3_column_double(st, 1);
+			util_runs++;
+		}
 		runs++;
 	}
 	if (src != SQLITE_DONE)
@@ -1189,6 +1268,6 @@ int cd_store_peak_lookup(struct cd_store *store, const char *key, uint64_t *peak
 	if (rc < 0)
 		return rc;
 	*peak_bytes = peak;
-	*util_mean = util_sum / runs;
+	*util_mean = util_runs ? util_sum / util_runs : -1.0;
 	return 0;
 }

@@ -12,8 +12,11 @@
  *
  * The schema carries a version (PRAGMA user_version); opening a database of
  * a newer version is refused with COLLOC_EUNSUPPORTED, a file that is not a
- * colloc database with COLLOC_EFORMAT. Opening never deletes or rewrites
- * existing rows.
+ * colloc database with COLLOC_EFORMAT. A database of an older version is
+ * migrated in place, in one transaction, keeping its jobs, events and
+ * peaks (version 1 -> 2 adds the jobs' utilization source and graph
+ * prediction: "unknown" and none for the jobs it already holds). Opening
+ * never deletes existing rows.
  *
  * Ownership: cd_store_open() returns a handle the caller owns and frees with
  * cd_store_close(). Records read out are caller-owned (struct cd_job with
@@ -107,7 +110,8 @@ int cd_store_event_list(struct cd_store *store, uint64_t job_id, struct cd_event
 			size_t *n, struct colloc_diag *diag);
 
 /*
- * Record a finished run's measured peak (per GPU, bytes) and mean activity
+ * Record a finished run's measured peak (per GPU, bytes; 0 when none was
+ * seen) and mean activity (0..1; negative or NaN when it had no sample)
  * under its history key (see cd_job_history_key). Several runs may be
  * recorded under one key.
  */
@@ -116,8 +120,9 @@ int cd_store_peak_record(struct cd_store *store, const char *key, uint64_t job_i
 			 struct colloc_diag *diag);
 
 /*
- * The largest peak recorded under key among its most recent 5 runs, and the
- * mean activity of those runs. COLLOC_ENOTFOUND when none is recorded.
+ * The largest peak recorded under key among its most recent 5 runs (0 when
+ * none of them measured one), and the mean activity of those of them that
+ * measured it (-1 when none did). COLLOC_ENOTFOUND when no run is recorded.
  */
 int cd_store_peak_lookup(struct cd_store *store, const char *key, uint64_t *peak_bytes,
 			 double *util_mean, struct colloc_diag *diag);

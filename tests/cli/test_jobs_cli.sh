@@ -95,6 +95,8 @@ expect wait-help-timeout 0 "124" "$colloc" wait --help
 unreach="colloc: error: cannot reach collocd at $T/none.sock: .*\(is collocd running\? set --socket or COLLOC_SOCKET\)"
 expect unreachable-queue 3 "$unreach" "$colloc" queue --socket "$T/none.sock"
 expect unreachable-submit 3 "$unreach" "$colloc" submit --socket "$T/none.sock" /bin/true
+expect unreachable-submit-model 3 "$unreach" "$colloc" submit --socket "$T/none.sock" \
+	--model resnet18 --batch 4 /bin/true
 expect unreachable-show 3 "$unreach" "$colloc" --socket "$T/none.sock" show 1
 expect unreachable-cancel 3 "$unreach" "$colloc" cancel 1 --socket "$T/none.sock"
 expect unreachable-logs 3 "$unreach" "$colloc" logs 1 --socket="$T/none.sock"
@@ -195,6 +197,57 @@ if peak=$("$colloc" estimate resnet18 --batch 4 --optimizer sgd --json 2>/dev/nu
 else
 	bad "colloc estimate resnet18 failed (COLLOC_DATA_DIR=$COLLOC_DATA_DIR)"
 fi
+
+# The utilization need: the graph's prediction (on the daemon's GPU 0's
+# profile: none matches a simulated GPU, so the built-in one), --util over
+# it, then what the first run measured for the second.
+json_ok submit-model-util "$colloc" submit --json --model resnet18 --batch 32 /bin/true
+is "$(jq_py 'j["util_source"], 0 < j["util_pred"] <= 1, j["util_graph"]["platform"]')" \
+	"graph (default) True default" "submit --model: util from the graph, in (0,1]"
+# No DCGM on simulated GPUs: the daemon schedules on utilization.gpu.
+is "$(jq_py 'j["util_pred"] == j["util_graph"]["gpu_util"], 0 < j["util_graph"]["sm_activity"] <= 1')" \
+	"True True" "submit --model: NVML-scale figure chosen, both sent"
+idg=$(jq_py 'j["id"]')
+expect show-util-graph 0 "^util pred: +[0-9]+% \(graph \(default\)\)" "$colloc" show "$idg"
+expect show-util-graph-both 0 "^util graph: +[0-9]+% gpu util, [0-9]+% sm activity \(default\)" \
+	"$colloc" show "$idg"
+check submit-event-util grep -Eq "job $idg: submit: .*, util [0-9]+% \(graph \(default\)\)" "$T/s.log"
+json_ok queue-json-util "$colloc" queue --json
+is "$(jq_py "[x['util_source'] for x in j['jobs'] if x['id'] == $idg]")" "['graph (default)']" \
+	"queue --json: util_source"
+
+json_ok submit-model-util-request "$colloc" submit --json --model resnet18 --batch 32 --util 40 /bin/true
+is "$(jq_py 'j["util_source"], j["util_pred"], j["util_graph"] is not None')" "request 0.4 True" \
+	"submit --model --util 40: the request wins"
+json_ok submit-model-platform "$colloc" submit --json --model resnet18 --batch 32 \
+	--platform t4-16gb-cu124-torch26 /bin/true
+is "$(jq_py 'j["util_source"], j["util_graph"]["platform"]')" \
+	"graph (t4-16gb-cu124-torch26) t4-16gb-cu124-torch26" "submit --model --platform: its profile"
+expect usage-submit-platform 2 "t4-nonexistent" "$colloc" submit --model resnet18 --batch 32 \
+	--platform t4-nonexistent /bin/true
+json_ok submit-util-default "$colloc" submit --json --mem 256MiB /bin/true
+is "$(jq_py 'j["util_source"], j["util_pred"], j["util_graph"]')" "default 0.5 None" \
+	"submit without --util or --model: default_util"
+
+# The same job twice: the second takes the first run's measured mean
+# (colloc-simjob keeps the simulated GPU 30% busy; samples taken before it
+# registers read idle, so the mean is at most 30%), ahead of the graph.
+idh1=$(submit_job --model resnet18 --batch 32 -- "$simjob" --mem 512MiB --duration 1500ms --util 30)
+expect history-first-done 0 "job $idh1 done" "$colloc" wait "$idh1" --timeout 20s
+json_ok history-first-show "$colloc" show --json "$idh1"
+is "$(jq_py 'j["util_source"], 0 < j["util_mean"] <= 0.3 + 1e-9')" "graph (default) True" \
+	"first run: graph prediction, measured about 30%"
+mean1=$(jq_py 'repr(j["util_mean"])')
+json_ok history-second "$colloc" submit --json --model resnet18 --batch 32 -- \
+	"$simjob" --mem 512MiB --duration 1500ms --util 30
+is "$(jq_py 'j["util_source"], repr(j["util_pred"])')" "history $mean1" \
+	"second run: the first run's measured utilization"
+idh2=$(jq_py 'j["id"]')
+json_ok history-request "$colloc" submit --json --model resnet18 --batch 32 --util 70 -- \
+	"$simjob" --mem 512MiB --duration 1500ms --util 30
+is "$(jq_py 'j["util_source"], j["util_pred"]')" "request 0.7" "--util over history"
+idh3=$(jq_py 'j["id"]')
+"$colloc" wait --timeout 20s "$idh2" "$idh3" >/dev/null 2>&1
 
 # logs -f follows a job to its end.
 # shellcheck disable=SC2016 # $i is the job's

@@ -71,6 +71,12 @@ check api-rel-cwd test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":
 check api-gpus test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","gpus":0}')" = 400
 check api-unknown-field test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","gpu":1}')" = 400
 check api-too-big test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","mem_bytes":1099511627776000}')" = 400
+check api-graph-range test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","util_graph":{"gpu_util":1.5,"sm_activity":0.5}}')" = 400
+check api-graph-range-msg grep -q "util_graph.gpu_util': expected a number 0..1" "$T/api.out"
+check api-graph-missing test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","util_graph":{"gpu_util":0.5}}')" = 400
+check api-graph-unknown test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","util_graph":{"gpu_util":0.5,"sm_activity":0.5,"sm":1}}')" = 400
+check api-graph-type test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","util_graph":0.5}')" = 400
+check api-graph-platform test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","util_graph":{"gpu_util":0.5,"sm_activity":0.5,"platform":7}}')" = 400
 check api-no-job test "$(api basic GET /v1/jobs/abc)" = 404
 check api-no-job2 test "$(api basic GET /v1/jobs/424242)" = 404
 check api-method test "$(api basic DELETE /v1/jobs)" = 405
@@ -171,6 +177,67 @@ check mps-pipe-matches-daemon grep -q "^start gpu=$uuid pipe=$T/mps/mps/$uuid/pi
 stop mps
 check mps-stopped test "$(grep -c '^quit gpu=SIM-' "$FAKE_MPS_LOG")" = 2
 unset FAKE_MPS_LOG
+
+# --- H. a database of schema version 1 (before the utilization source) opens,
+# is migrated in place and keeps its jobs: the finished one as it was, the
+# queued one runs ---------------------------------------------------------------
+if command -v python3 >/dev/null && python3 -c 'import sqlite3' 2>/dev/null; then
+	python3 - "$T/mig.db" "$(id -u)" "$(id -g)" "$(id -un)" "$T" <<'EOF'
+import sqlite3, sys
+path, uid, gid, user, cwd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+db = sqlite3.connect(path)
+db.executescript("""
+CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,
+ uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT NOT NULL, state INTEGER NOT NULL,
+ n_gpus INTEGER NOT NULL, priority INTEGER NOT NULL, mem_need_bytes INTEGER NOT NULL,
+ mem_source TEXT NOT NULL, util_pred REAL, model TEXT NOT NULL, key TEXT NOT NULL,
+ cwd TEXT NOT NULL, argv_json TEXT NOT NULL, env_json TEXT NOT NULL,
+ attempts INTEGER NOT NULL, exclusive INTEGER NOT NULL, n_assigned INTEGER NOT NULL,
+ gpus TEXT NOT NULL, sup_pid INTEGER NOT NULL, sup_start INTEGER NOT NULL,
+ job_pgid INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, util_mean REAL,
+ util_samples INTEGER NOT NULL, cancel_requested INTEGER NOT NULL,
+ exit_code INTEGER NOT NULL, term_signal INTEGER NOT NULL, reason TEXT NOT NULL,
+ submit_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE TABLE events (seq INTEGER PRIMARY KEY,
+ job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+ ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX events_job ON events(job_id);
+CREATE TABLE peaks (key TEXT NOT NULL, job_id INTEGER NOT NULL,
+ peak_bytes INTEGER NOT NULL, util_mean REAL, ts_ms INTEGER NOT NULL);
+CREATE INDEX peaks_key ON peaks(key, ts_ms, job_id);
+PRAGMA application_id = 1131375724;
+PRAGMA user_version = 1;
+""")
+row = "INSERT INTO jobs VALUES (%s)" % ",".join("?" * 33)
+db.execute(row, (1, "old-done", uid, gid, user, 2, 1, 0, 1 << 30, "request", 0.4, "",
+                 "aaaaaaaaaaaaaaaa", cwd, '["true"]', "[]", 1, 0, 1, "SIM-gone", 0, 0, 0,
+                 1 << 29, 0.35, 12, 0, 0, 0, "", 1700000000000, 1700000001000,
+                 1700000002000))
+db.execute(row, (2, "old-queued", uid, gid, user, 0, 1, 0, 1 << 30, "request", 0.4, "",
+                 "bbbbbbbbbbbbbbbb", cwd, '["sh","-c","echo migrated"]',
+                 '["PATH=/usr/bin:/bin"]', 0, 0, 0, "", 0, 0, 0, 0, None, 0, 0, -1, 0, "",
+                 1700000003000, 0, 0))
+db.execute("INSERT INTO events (job_id, ts_ms, kind, message)"
+           " VALUES (1, 1700000000000, 'submit', 'by v1')")
+db.commit()
+EOF
+	start mig 1x8GiB || exit 1
+	j=$(c mig show 1 --json)
+	check mig-done-kept test "$(field "$j" name)/$(field "$j" state)/$(field "$j" util_source)" = old-done/done/unknown
+	printf '%s' "$j" >"$T/j"
+	check mig-event-kept grep -q '"message": *"by v1"' "$T/j"
+	waitall mig 2
+	check mig-queued-ran test "$(state_of mig 2)" = done
+	check mig-queued-log sh -c "\"$colloc\" --socket \"$T/mig.sock\" logs 2 | grep -qx migrated"
+	n=$(submit mig --mem 1GiB -- true)
+	check mig-new-id test "$n" = 3
+	check mig-new-source test "$(field "$(c mig show "$n" --json)" util_source)" = default
+	stop mig
+	check mig-version test "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA user_version").fetchone()[0])' "$T/mig.db")" = 2
+else
+	echo "skip: schema migration (needs python3 with sqlite3)"
+fi
 
 # --- F. users: each sees and cancels only their own jobs -------------------------
 if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then

@@ -52,6 +52,40 @@ sleep 0.5
 check big-waits sh -c "\"$colloc\" --socket \"$T/s.sock\" show $big --json | grep -q '\"state\": *\"queued\"'"
 check gpus-answer sh -c "\"$colloc\" --socket \"$T/s.sock\" gpus --json >/dev/null"
 c s cancel "$big" >/dev/null
+
+# jval FILE EXPR: a Python expression on the JSON object in FILE (as j).
+jval() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# submit --model predicts on the profile whose "gpu" is GPU 0's NVML name;
+# without DCGM the daemon schedules on utilization.gpu and takes that figure.
+c s submit --json --model resnet18 --batch 32 -- true >"$T/m.json" 2>"$T/m.err"
+check model-submitted test -s "$T/m.json"
+is "$(jval "$T/m.json" 'j["util_source"], j["util_graph"]["platform"]')" \
+	"graph (a100-40gb-cu124-torch26) a100-40gb-cu124-torch26" \
+	"submit --model on an A100-SXM4-40GB: its profile"
+is "$(jval "$T/m.json" 'j["util_pred"] == j["util_graph"]["gpu_util"]')" True \
+	"no DCGM: the utilization.gpu figure"
 stop s
 check clean-stop test $? = 0
+
+# With DCGM's SM activity the daemon schedules on it, and a graph prediction
+# is taken on that scale. The fake libdcgm sits next to the fake NVML.
+cat >"$T/dcgm.scn" <<'EOF2'
+gpu 0 uuid GPU-b0000000-0000-0000-0000-000000000000 name "NVIDIA H100 80GB HBM3" bus 00000000:18:00.0 total 80GiB reserved 512MiB
+mig 0 off
+at 0 gpu 0 used 0 util 40 power 100000 energy 1
+dcgmat 0 0 gr 0.5 sm 0.25 occ 0.125 tensor 0 dram 0.25
+EOF2
+COLLOC_DCGM_LIBRARY=$(dirname "$fake")/libdcgm.so.4 FAKE_NVML_SCENARIO=$T/dcgm.scn
+daemon_start dc --gpus nvml || exit 1
+c dc submit --json --model resnet18 --batch 32 -- true >"$T/d.json" 2>"$T/d.err"
+is "$(jval "$T/d.json" 'j["util_source"], j["util_pred"] == j["util_graph"]["sm_activity"]')" \
+	"graph (h100-80gb-cu124-torch26) True" "DCGM: the SM-activity figure, H100 profile"
+i=0
+until grep -q "scheduling on SM activity (DCGM)" "$T/dc.log" || [ $i -gt 50 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check dcgm-activity-source grep -q "scheduling on SM activity (DCGM)" "$T/dc.log"
+stop dc
 summary

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,15 @@ static void full_job(struct cd_job *job)
 	job->mem_need_bytes = UINT64_MAX;
 	snprintf(job->mem_source, sizeof(job->mem_source), "oom-retry");
 	job->util_pred = 0.625;
+	/* The longest utilization source the field holds. */
+	snprintf(job->util_source, sizeof(job->util_source), "graph (%.*s)",
+		 (int)sizeof(job->util_source) - 9,
+		 "a100-80gb-cu124-torch26-with-a-very-long-name-for-a-profile-file-"
+		 "that-goes-on");
+	job->graph_gpu_util = 0.875;
+	job->graph_sm_activity = 0.0;
+	snprintf(job->graph_platform, sizeof(job->graph_platform),
+		 "a100-80gb-cu124-torch26");
 	snprintf(job->model, sizeof(job->model), "--model resnet50 --batch 64");
 	cd_job_history_key("[\"python\",\"train.py\"]", "/x", job->model, job->key);
 	/* The longest cwd the field holds. */
@@ -180,6 +190,10 @@ static void assert_job_equal(const struct cd_job *a, const struct cd_job *b)
 	assert_true(a->mem_need_bytes == b->mem_need_bytes);
 	assert_string_equal(a->mem_source, b->mem_source);
 	assert_true(a->util_pred == b->util_pred);
+	assert_string_equal(a->util_source, b->util_source);
+	assert_true(a->graph_gpu_util == b->graph_gpu_util);
+	assert_true(a->graph_sm_activity == b->graph_sm_activity);
+	assert_string_equal(a->graph_platform, b->graph_platform);
 	assert_string_equal(a->model, b->model);
 	assert_string_equal(a->key, b->key);
 	assert_string_equal(a->cwd, b->cwd);
@@ -268,6 +282,8 @@ static void test_job_init_fini(void **state)
 	assert_string_equal(job.cwd, "");
 	assert_int_equal(job.n_assigned, 0);
 	assert_true(job.util_pred == 0.0);
+	assert_string_equal(job.util_source, "");
+	assert_true(job.graph_gpu_util < 0 && job.graph_sm_activity < 0);
 
 	job.argv_json = xstrdup("[\"a\"]");
 	job.env_json = xstrdup("[]");
@@ -705,6 +721,30 @@ static void test_events(void **state)
 
 /* --- store: peaks ----------------------------------------------------------- */
 
+/* Runs recorded without a utilization measurement (negative or NaN) are
+ * left out of the mean, and a window of only such runs has none (-1). */
+static void test_peaks_without_util(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	const char *key = "00000000000000aa";
+	uint64_t peak = 0;
+	double util = 0;
+
+	(void)state;
+	assert_int_equal(cd_store_peak_record(store, key, 1, 1000, -1.0, 100, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 1000);
+	assert_true(util == -1.0);
+	assert_int_equal(cd_store_peak_record(store, key, 2, 0, 0.25, 200, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 3, 0, NAN, 300, &diag), 0);
+	assert_int_equal(cd_store_peak_record(store, key, 4, 0, 0.0, 400, &diag), 0);
+	assert_int_equal(cd_store_peak_lookup(store, key, &peak, &util, &diag), 0);
+	assert_true(peak == 1000);
+	assert_true(util == 0.125); /* (0.25 + 0.0) / 2: a measured 0 counts */
+	cd_store_close(store);
+}
+
 static void test_peaks(void **state)
 {
 	struct colloc_diag diag = {{0}};
@@ -855,7 +895,7 @@ static void test_file_settings(void **state)
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-	assert_int_equal(sqlite3_column_int(st, 1), 1);
+	assert_int_equal(sqlite3_column_int(st, 1), 2);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
@@ -868,14 +908,14 @@ static void test_newer_version_refused(void **state)
 
 	add_job(store, CD_JOB_QUEUED, 1);
 	cd_store_close(store);
-	raw_exec(f->db, "PRAGMA user_version = 2");
+	raw_exec(f->db, "PRAGMA user_version = 3");
 	store = (struct cd_store *)1;
 	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EUNSUPPORTED);
 	assert_null(store);
 	assert_non_null(strstr(diag.msg, f->db));
-	assert_non_null(strstr(diag.msg, "version 2"));
-	/* Refusing left the file alone: back to version 1, it opens. */
-	raw_exec(f->db, "PRAGMA user_version = 1");
+	assert_non_null(strstr(diag.msg, "version 3"));
+	/* Refusing left the file alone: back to version 2, it opens. */
+	raw_exec(f->db, "PRAGMA user_version = 2");
 	store = open_ok(f->db);
 	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
 	cd_store_close(store);
@@ -1003,6 +1043,179 @@ static void test_damaged_row(void **state)
 	cd_store_close(store);
 }
 
+/* --- store: migration ------------------------------------------------------- */
+
+/* The schema of version 1 (store.c before the utilization source), as
+ * collocd 0.1 created it. */
+static const char schema_v1[] =
+	"CREATE TABLE jobs ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,"
+	" uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT NOT NULL,"
+	" state INTEGER NOT NULL, n_gpus INTEGER NOT NULL, priority INTEGER NOT NULL,"
+	" mem_need_bytes INTEGER NOT NULL, mem_source TEXT NOT NULL, util_pred REAL,"
+	" model TEXT NOT NULL, key TEXT NOT NULL, cwd TEXT NOT NULL,"
+	" argv_json TEXT NOT NULL, env_json TEXT NOT NULL, attempts INTEGER NOT NULL,"
+	" exclusive INTEGER NOT NULL, n_assigned INTEGER NOT NULL, gpus TEXT NOT NULL,"
+	" sup_pid INTEGER NOT NULL, sup_start INTEGER NOT NULL,"
+	" job_pgid INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, util_mean REAL,"
+	" util_samples INTEGER NOT NULL, cancel_requested INTEGER NOT NULL,"
+	" exit_code INTEGER NOT NULL, term_signal INTEGER NOT NULL,"
+	" reason TEXT NOT NULL, submit_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL,"
+	" end_ms INTEGER NOT NULL);"
+	"CREATE INDEX jobs_state ON jobs(state);"
+	"CREATE TABLE events (seq INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);"
+	"CREATE INDEX events_job ON events(job_id);"
+	"CREATE TABLE peaks (key TEXT NOT NULL, job_id INTEGER NOT NULL,"
+	" peak_bytes INTEGER NOT NULL, util_mean REAL, ts_ms INTEGER NOT NULL);"
+	"CREATE INDEX peaks_key ON peaks(key, ts_ms, job_id);"
+	"PRAGMA application_id = 1131375724;"
+	"PRAGMA user_version = 1;";
+
+/* Two jobs (one done, one queued), an event and three measured runs, as a
+ * version-1 collocd wrote them (a run without samples has util_mean 0). */
+static const char rows_v1[] =
+	"INSERT INTO jobs VALUES (1, 'old-done', 1000, 1000, 'ada', 2, 1, 0,"
+	" 1073741824, 'request', 0.4, '', 'aaaaaaaaaaaaaaaa', '/home/ada',"
+	" '[\"true\"]', '[\"HOME=/home/ada\"]', 1, 0, 1, 'GPU-1', 0, 0, 0,"
+	" 536870912, 0.35, 12, 0, 0, 0, '', 1700000000000, 1700000001000,"
+	" 1700000002000);"
+	"INSERT INTO jobs VALUES (2, 'old-queued', 1000, 1000, 'ada', 0, 1, 5,"
+	" 2147483648, 'estimate', 0.5, 'resnet18 --batch 8', 'bbbbbbbbbbbbbbbb',"
+	" '/home/ada', '[\"python3\",\"train.py\"]', '[]', 0, 0, 0, '', 0, 0, 0,"
+	" 0, NULL, 0, 0, -1, 0, '', 1700000003000, 0, 0);"
+	"INSERT INTO events (job_id, ts_ms, kind, message)"
+	" VALUES (1, 1700000000000, 'submit', 'by ada');"
+	"INSERT INTO peaks VALUES ('aaaaaaaaaaaaaaaa', 1, 536870912, 0.35, "
+	"1700000002000);"
+	"INSERT INTO peaks VALUES ('cccccccccccccccc', 7, 1048576, 0, 1700000002000);"
+	"INSERT INTO peaks VALUES ('cccccccccccccccc', 8, 2097152, 0, 1700000003000);";
+
+/* The one integer that constant SQL sql answers on path (no store open). */
+static int64_t query_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static int64_t user_version(const char *path)
+{
+	return query_int(path, "PRAGMA user_version");
+}
+
+static void test_migrate_v1(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store;
+	struct cd_job job, got;
+	struct cd_event *ev = NULL;
+	size_t n_ev = 0;
+	uint64_t peak = 0, last = 0;
+	double util = 0;
+
+	raw_exec(f->db, schema_v1);
+	raw_exec(f->db, rows_v1);
+	store = open_ok(f->db);
+	assert_int_equal(user_version(f->db), 2);
+
+	/* The jobs are kept, with the new fields "not recorded". */
+	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), 0);
+	assert_string_equal(got.name, "old-done");
+	assert_int_equal(got.state, CD_JOB_DONE);
+	assert_true(got.mem_need_bytes == 1073741824);
+	assert_true(got.util_pred == 0.4);
+	assert_true(got.util_mean == 0.35);
+	assert_string_equal(got.argv_json, "[\"true\"]");
+	assert_string_equal(got.gpus[0], "GPU-1");
+	assert_string_equal(got.util_source, "unknown");
+	assert_true(got.graph_gpu_util < 0 && got.graph_sm_activity < 0);
+	assert_string_equal(got.graph_platform, "");
+	cd_job_fini(&got);
+	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), 0);
+	assert_string_equal(got.name, "old-queued");
+	assert_int_equal(got.state, CD_JOB_QUEUED);
+	assert_string_equal(got.model, "resnet18 --batch 8");
+	assert_int_equal(got.priority, 5);
+	assert_string_equal(got.util_source, "unknown");
+	/* A migrated job takes the new fields like any other. */
+	snprintf(got.util_source, sizeof(got.util_source), "graph (t4-16gb)");
+	got.graph_gpu_util = 0.5;
+	got.graph_sm_activity = 0.25;
+	assert_int_equal(cd_store_job_update(store, &got, &diag), 0);
+	cd_job_fini(&got);
+	assert_int_equal(cd_store_event_list(store, 1, &ev, &n_ev, &diag), 0);
+	assert_int_equal(n_ev, 1);
+	assert_string_equal(ev[0].kind, "submit");
+	free(ev);
+
+	/* Peaks are kept; version 1's "0 = no samples" is no measurement. */
+	assert_int_equal(
+		cd_store_peak_lookup(store, "aaaaaaaaaaaaaaaa", &peak, &util, &diag), 0);
+	assert_true(peak == 536870912 && util == 0.35);
+	assert_int_equal(
+		cd_store_peak_lookup(store, "cccccccccccccccc", &peak, &util, &diag), 0);
+	assert_true(peak == 2097152 && util == -1.0);
+
+	/* Ids go on from the old ones. */
+	full_job(&job);
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_true(job.id == 3);
+	assert_int_equal(cd_store_last_id(store, &last, &diag), 0);
+	assert_true(last == 3);
+	cd_store_close(store);
+
+	/* Reopening a migrated file changes nothing more. */
+	store = open_ok(f->db);
+	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), 0);
+	assert_string_equal(got.util_source, "graph (t4-16gb)");
+	assert_true(got.graph_gpu_util == 0.5 && got.graph_sm_activity == 0.25);
+	cd_job_fini(&got);
+	assert_int_equal(cd_store_job_get(store, 3, &got, &diag), 0);
+	assert_job_equal(&job, &got);
+	cd_job_fini(&got);
+	cd_job_fini(&job);
+	cd_store_close(store);
+	assert_int_equal(user_version(f->db), 2);
+}
+
+/* A migration that fails leaves the file as it was: version 1, rows and
+ * all (here a column the migration adds is already there). */
+static void test_migrate_failure_leaves_file(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = (struct cd_store *)1;
+
+	raw_exec(f->db, schema_v1);
+	raw_exec(f->db, rows_v1);
+	raw_exec(f->db, "ALTER TABLE jobs ADD COLUMN graph_platform TEXT");
+	assert_true(cd_store_open(f->db, &store, &diag) < 0);
+	assert_null(store);
+	assert_non_null(strstr(diag.msg, "migrating schema version 1 to 2"));
+	assert_int_equal(user_version(f->db), 1);
+	/* Untouched: no util_source column, the v1 zeros still there. */
+	raw_exec(f->db, "ALTER TABLE jobs DROP COLUMN graph_platform");
+	assert_int_equal(
+		query_int(f->db, "SELECT count(*) FROM peaks WHERE util_mean = 0"), 2);
+	assert_int_equal(query_int(f->db, "SELECT count(*) FROM pragma_table_info('jobs')"
+					  " WHERE name = 'util_source'"),
+			 0);
+	store = open_ok(f->db);
+	assert_int_equal(user_version(f->db), 2);
+	cd_store_close(store);
+}
+
 /* --- store: transactions ---------------------------------------------------- */
 
 static void test_transactions(void **state)
@@ -1081,6 +1294,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ids_never_reused, setup, teardown),
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_peaks),
+		cmocka_unit_test(test_peaks_without_util),
+		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_failure_leaves_file, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup,
