@@ -147,6 +147,22 @@ double colloc_interference_speed(const struct colloc_interference *m, int w,
 				 const struct colloc_interference_job *others,
 				 int n_others);
 
+/*
+ * Relative speeds of all n jobs sharing one GPU on worker w, with the
+ * physical ceiling: speeds[i] starts as colloc_interference_speed() of
+ * jobs[i] beside the other n - 1, and where the jobs would then keep more
+ * than the whole GPU busy, sum_i busy[i] x speeds[i] > 1, every speed is
+ * scaled down by the same factor so that the sum is 1. busy[i] is job i's
+ * busy fraction when alone (the simulator passes its SM activity; values
+ * are clamped to [0, 1]); busy NULL means the jobs' .activity. So k jobs
+ * of busy fraction a progress together at most min(k, 1/a) times as fast
+ * as one. n <= 0 does nothing; n == 1 gives 1. O(n) pow calls; speeds is
+ * caller-owned with room for n values.
+ */
+void colloc_interference_gpu_speeds(const struct colloc_interference *m, int w,
+				    const struct colloc_interference_job *jobs,
+				    const double *busy, int n, double *speeds);
+
 /* The model formula alone: 1 / (1 + params[0] * act_a^params[1] *
  * sum_i act_others[i]^params[2]), activities clamped to [0, 1]. */
 double colloc_interference_model_speed(const double params[3], double act_a,

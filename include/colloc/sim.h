@@ -14,7 +14,12 @@
  * scheduler sees is colloc's estimate for that model (colloc/estimate.h, on
  * the cluster's platform); the job's true peak is that estimate times
  * (1 + e), e drawn from N(0, est_error) — what makes wrong estimates, and
- * so OOM crashes, possible. See docs/simulator.md for every rule.
+ * so OOM crashes, possible. Its activity, the one number the scheduler's
+ * utilization gate, the utilization metric and the interference model all
+ * read, is the SM activity colloc's predictor (colloc/perf.h) gives for the
+ * model's graph on the cluster's GPU; kinds without a graph have an assumed
+ * one (colloc_sim_kind_info() says which). See docs/simulator.md for every
+ * rule.
  *
  * Ownership: colloc_sim_run() reads the trace and fills a caller-owned
  * result; the time series inside it are malloc'd and released by
@@ -23,6 +28,7 @@
 #ifndef COLLOC_SIM_H
 #define COLLOC_SIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,13 +43,18 @@ struct colloc_sim_cluster {
 	uint64_t gpu_mem_bytes;
 	double idle_power_w; /* power model: idle + (max - idle) x activity */
 	double max_power_w;
-	const char *platform; /* estimator profile for this GPU type */
+	/* Platform profile (data/platforms/NAME.json) of this GPU type, for
+	 * both the memory estimate and the activity; NULL for a generic GPU
+	 * of a given size: the built-in default profile (A100-like). */
+	const char *platform;
 };
 
 /*
  * Parse "NODESxGPUSxTYPE" (e.g. "16x8xA100-40GB") or "NODESxGPUSxSIZE"
- * ("2x4x40GiB", a generic GPU of that memory). Known types and their power
- * figures are listed in docs/simulator.md. Returns 0 or COLLOC_EUSAGE.
+ * ("2x4x40GiB", a generic GPU of that memory). Known types, their memory,
+ * power figures and platform profiles are listed in docs/simulator.md; an
+ * unknown type is COLLOC_EUSAGE with a message naming the known ones.
+ * Returns 0 or COLLOC_EUSAGE.
  */
 int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 			     struct colloc_diag *diag);
@@ -60,13 +71,63 @@ struct colloc_sim_opts {
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o);
 
+/*
+ * What the simulator takes one job kind to be on a cluster's GPU type:
+ * exactly the numbers colloc_sim_run() gives every job of that kind and
+ * batch (the same code computes both).
+ */
+struct colloc_sim_kind {
+	const char *kind; /* the simulator's kind ("resnet50"), static */
+	const char *zoo; /* its zoo graph ("bert_base"), NULL: none */
+	int64_t batch; /* as used: the trace's where the kind has a graph */
+	int64_t seq; /* sequence length bound, 0 for non-transformers */
+	uint64_t mem_bytes; /* the estimate the scheduler sees (peak device) */
+	/* Busy fraction alone, 0..1: the predictor's sm_activity (DCGM
+	 * 1002) where predicted, else the kind's assumed value. */
+	double activity;
+	bool predicted; /* false: assumed (a kind without a graph) */
+	double gpu_util; /* predicted utilization.gpu; 0 when assumed */
+	double step_ms; /* predicted step time; 0 when assumed */
+	/* What the interference model's formula reads: activity x
+	 * COLLOC_SIM_INTERFERENCE_SCALE (docs/simulator.md). */
+	double interference_activity;
+};
+
+/*
+ * The interference model's parameters were fitted on an activity scale of
+ * its own (derived from Gavel's pairs, docs/interference.md); the
+ * simulator hands its formula SM activity times this factor, fitted by
+ * tools/fit_interference on the training half of Gavel's measured pairs of
+ * the job types with graphs, with their predicted SM activities (held out:
+ * MAPE 24.0%; docs/simulator.md). The ceiling
+ * (colloc_interference_gpu_speeds) uses the SM activity itself.
+ */
+#define COLLOC_SIM_INTERFERENCE_SCALE 0.320
+
+/*
+ * Fill *out for trace model name model (a kind name, "ResNet-50", "bert",
+ * ...; matched as colloc_sim_run matches trace names) at batch (<= 0: the
+ * kind's default) on cluster c's GPU type. Loads the platform profile and
+ * the zoo graph and runs the estimator and the predictor. Returns 0, or
+ * COLLOC_ENOTFOUND for an unknown model name (the message lists the kinds),
+ * or the estimator's / predictor's error with a message.
+ */
+int colloc_sim_kind_info(const char *model, int64_t batch,
+			 const struct colloc_sim_cluster *c, struct colloc_sim_kind *out,
+			 struct colloc_diag *diag);
+
+/* Name of the simulator's job kind i (0, 1, ...; "resnet18"), or NULL past
+ * the last one. Static strings. */
+const char *colloc_sim_kind_name(int i);
+
 struct colloc_sim_result {
 	int policy;
 	size_t jobs, finished, failed; /* failed: could never fit, with reason */
 	double makespan_s;
 	double mean_jct_s, median_jct_s, p99_jct_s;
 	double mean_wait_s, median_wait_s, p99_wait_s;
-	double gpu_util; /* time-weighted mean activity over all GPUs, 0..1 */
+	double gpu_util; /* time-weighted mean over all GPUs of the summed
+			  * activity x speed of its jobs, 0..1 */
 	double mem_util; /* time-weighted mean memory in use / capacity */
 	double energy_j;
 	size_t shared_jobs; /* jobs that ever shared a GPU */

@@ -38,6 +38,9 @@ static const char sim_usage[] =
 	"  --util-bound X      estimate-aware: max summed predicted activity per GPU "
 	"(1.0)\n"
 	"  --skip-bad-rows     skip and count malformed trace rows instead of failing\n"
+	"  --kinds             print each job kind's memory estimate, activity and\n"
+	"                      predicted step time on the cluster's GPU type (no\n"
+	"                      --trace needed), and exit\n"
 	"  --json              print one JSON object\n"
 	"  --csv               print one CSV row per policy\n"
 	"  --plot DIR          write summary.csv, time series and a gnuplot script to\n"
@@ -129,6 +132,77 @@ static int print_json(const char *trace, const char *cluster,
 	return CLI_OK;
 }
 
+/* `--kinds`: what every job kind is on this cluster's GPU type, exactly as
+ * a run takes it (colloc_sim_kind_info). */
+static int print_kinds(const struct colloc_sim_cluster *cl, bool json)
+{
+	cJSON *root = json ? cJSON_CreateObject() : NULL, *arr = NULL;
+	struct colloc_diag diag = {{0}};
+	int rc = CLI_OK;
+
+	if (json) {
+		if (!root)
+			return CLI_ERROR;
+		cJSON_AddStringToObject(root, "gpu_type", cl->gpu_type);
+		cJSON_AddStringToObject(root, "platform",
+					cl->platform ? cl->platform : "default");
+		arr = cJSON_AddArrayToObject(root, "kinds");
+	} else {
+		printf("GPU %s, platform profile %s\n\n", cl->gpu_type,
+		       cl->platform ? cl->platform : "default (built-in)");
+		printf("%-20s %-20s %6s %5s %10s %9s %9s %9s  %s\n", "kind", "graph",
+		       "batch", "seq", "mem_GiB", "activity", "gpu_util", "step_ms",
+		       "activity source");
+	}
+	for (int i = 0; colloc_sim_kind_name(i); i++) {
+		struct colloc_sim_kind k;
+
+		if (colloc_sim_kind_info(colloc_sim_kind_name(i), 0, cl, &k, &diag)) {
+			cli_error("%s", diag.msg);
+			rc = CLI_ERROR;
+			break;
+		}
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(o, "kind", k.kind);
+			if (k.zoo)
+				cJSON_AddStringToObject(o, "graph", k.zoo);
+			else
+				cJSON_AddNullToObject(o, "graph");
+			cJSON_AddNumberToObject(o, "batch", (double)k.batch);
+			cJSON_AddNumberToObject(o, "seq", (double)k.seq);
+			cJSON_AddNumberToObject(o, "mem_bytes", (double)k.mem_bytes);
+			cJSON_AddNumberToObject(o, "activity", k.activity);
+			cJSON_AddStringToObject(o, "activity_source",
+						k.predicted ? "predicted" : "assumed");
+			cJSON_AddNumberToObject(o, "gpu_util", k.gpu_util);
+			cJSON_AddNumberToObject(o, "step_ms", k.step_ms);
+			cJSON_AddNumberToObject(o, "interference_activity",
+						k.interference_activity);
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			printf("%-20s %-20s %6lld %5lld %10.2f %9.3f %9.3f %9.1f  %s\n",
+			       k.kind, k.zoo ? k.zoo : "-", (long long)k.batch,
+			       (long long)k.seq, (double)k.mem_bytes / (1 << 30),
+			       k.activity, k.gpu_util, k.step_ms,
+			       k.predicted ? "predicted (sm_activity)"
+					   : "assumed (no graph)");
+		}
+	}
+	if (json) {
+		char *text = rc == CLI_OK ? cJSON_PrintUnformatted(root) : NULL;
+
+		cJSON_Delete(root);
+		if (rc == CLI_OK && !text)
+			return CLI_ERROR;
+		if (text)
+			puts(text);
+		free(text);
+	}
+	return rc;
+}
+
 /* Draw the plots: gnuplot plots.gp in dir (no shell involved). Missing
  * gnuplot is not an error: the data and script are there to draw later. */
 static int run_gnuplot(const char *dir)
@@ -176,6 +250,7 @@ int cmd_sim(int argc, char **argv)
 		{"est-error", required_argument, NULL, 'e'},
 		{"util-bound", required_argument, NULL, 'u'},
 		{"skip-bad-rows", no_argument, NULL, 'k'},
+		{"kinds", no_argument, NULL, 'K'},
 		{"json", no_argument, NULL, 'j'},
 		{"csv", no_argument, NULL, 'C'},
 		{"plot", required_argument, NULL, 'P'},
@@ -190,7 +265,7 @@ int cmd_sim(int argc, char **argv)
 	struct colloc_trace *tr = NULL;
 	const char *trace = NULL, *cluster = NULL, *policies = "exclusive,estimate-aware";
 	int pol[MAX_POLICIES], n_pol = 0, c, rc = CLI_OK;
-	bool json = false, csv = false;
+	bool json = false, csv = false, show_kinds = false;
 	const char *plot_dir = NULL;
 	char kind[32], list[256];
 	uint64_t v;
@@ -253,6 +328,9 @@ int cmd_sim(int argc, char **argv)
 		case 'k':
 			to.skip_bad_rows = true;
 			break;
+		case 'K':
+			show_kinds = true;
+			break;
 		case 'j':
 			json = true;
 			break;
@@ -271,6 +349,13 @@ int cmd_sim(int argc, char **argv)
 				  argv[optind - 1]);
 			return CLI_USAGE;
 		}
+	}
+	if (optind == argc && show_kinds && cluster) {
+		if (colloc_sim_cluster_parse(cluster, &cl, &diag)) {
+			cli_error("%s", diag.msg);
+			return CLI_USAGE;
+		}
+		return print_kinds(&cl, json);
 	}
 	if (optind != argc || !trace || !cluster) {
 		cli_error("sim: --trace KIND:PATH and --cluster SPEC are required (see "
@@ -341,9 +426,11 @@ int cmd_sim(int argc, char **argv)
 	} else if (json) {
 		rc = print_json(trace, cluster, res, n_pol) ? CLI_ERROR : rc;
 	} else {
-		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s), seed %llu\n\n",
+		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s, profile %s), "
+		       "seed %llu\n\n",
 		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,
-		       cl.gpu_type, (unsigned long long)so.seed);
+		       cl.gpu_type, cl.platform ? cl.platform : "default",
+		       (unsigned long long)so.seed);
 		print_table(res, n_pol);
 	}
 	for (int k = 0; k < n_pol; k++)

@@ -18,7 +18,9 @@
  * (docs/simulator.md, Performance).
  *
  * Not here: trace parsing (trace*.c), placement rules (sched.c), the
- * memory estimates (estimate/).
+ * memory estimates and activity predictions (estimate/: this file only
+ * asks them, once per job kind and batch), the interference model
+ * (interference.c).
  */
 #include "colloc/sim.h"
 
@@ -30,9 +32,11 @@
 #include <strings.h>
 #include <time.h>
 
+#include "colloc/cost.h"
 #include "colloc/estimate.h"
 #include "colloc/interference.h"
 #include "colloc/onnx.h"
+#include "colloc/perf.h"
 #include "colloc/shape.h"
 #include "colloc/units.h"
 #include "colloc/zoo.h"
@@ -42,9 +46,13 @@
 
 /* --- cluster ------------------------------------------------------------ */
 
-/* Memory as NVML reports it; power: idle and board limit (vendor data
- * sheets: A100 SXM4 400 W, H100 SXM5 700 W, H200 SXM 700 W, V100 SXM2
- * 300 W, RTX 3060 170 W; idle draw as commonly measured, ~15% of max). */
+/* The GPU types a cluster spec may name. Memory as NVML reports it;
+ * power: idle and board limit (vendor data sheets: A100 SXM4 400 W, H100
+ * SXM5 700 W, H200 SXM 700 W, V100 SXM2 300 W, P100 PCIe 250 W, K80 300 W
+ * per board of two GPUs, T4 70 W, L4 72 W, A10 150 W, RTX 3060 170 W,
+ * RTX 3090 350 W, RTX 4090 450 W; idle draw as commonly measured, ~10-15%
+ * of max). platform: the profile in data/platforms/ whose GPU this is, for
+ * the memory estimates and the predicted activities (compute facts). */
 static const struct {
 	const char *name;
 	uint64_t mem;
@@ -52,18 +60,28 @@ static const struct {
 	const char *platform;
 } gpu_types[] = {
 	{"A100-40GB", 42505273344ull, 55, 400, "a100-40gb-cu124-torch26"},
-	{"A100-80GB", 85899345920ull, 60, 400, "a100-40gb-cu124-torch26"},
+	{"A100-80GB", 85899345920ull, 60, 400, "a100-80gb-sxm-cu124-torch26"},
 	{"H100-80GB", 85520809984ull, 90, 700, "h100-80gb-cu124-torch26"},
 	{"H200-141GB", 150754820096ull, 100, 700, "h200-141gb-cu124-torch26"},
-	{"V100-32GB", 34089730048ull, 40, 300, "a100-40gb-cu124-torch26"},
-	{"V100-16GB", 17179869184ull, 40, 300, "a100-40gb-cu124-torch26"},
+	{"V100-32GB", 34089730048ull, 40, 300, "v100-32gb-cu124-torch26"},
+	{"V100-16GB", 17179869184ull, 40, 300, "v100-16gb-cu124-torch26"},
+	{"P100-16GB", 17179869184ull, 30, 250, "p100-16gb-cu124-torch26"},
+	{"K80", 11996758016ull, 25, 150, "k80-cu114-torch112"},
+	{"T4", 16106127360ull, 10, 70, "t4-16gb-cu124-torch26"},
+	{"L4", 24152899584ull, 12, 72, "l4-24gb-cu124-torch26"},
+	{"A10", 24146608128ull, 20, 150, "a10-24gb-cu124-torch26"},
 	{"RTX3060", 12622168064ull, 15, 170, "rtx3060-cu124-torch26"},
+	{"RTX3090", 25769803776ull, 30, 350, "rtx3090-cu124-torch26"},
+	{"RTX4090", 25757220864ull, 30, 450, "rtx4090-cu124-torch26"},
 };
+#define N_GPU_TYPES (sizeof(gpu_types) / sizeof(gpu_types[0]))
 
 int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 			     struct colloc_diag *diag)
 {
-	char type[64];
+	char type[64], known[256];
+	const char *whole = spec;
+	size_t off = 0;
 	long nodes, gpus;
 	char *end;
 
@@ -78,7 +96,7 @@ int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 	snprintf(type, sizeof(type), "%s", end + 1);
 	out->n_nodes = (int)nodes;
 	out->gpus_per_node = (int)gpus;
-	for (size_t k = 0; k < sizeof(gpu_types) / sizeof(gpu_types[0]); k++)
+	for (size_t k = 0; k < N_GPU_TYPES; k++)
 		if (strcasecmp(type, gpu_types[k].name) == 0) {
 			snprintf(out->gpu_type, sizeof(out->gpu_type), "%s",
 				 gpu_types[k].name);
@@ -97,12 +115,19 @@ int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 		return 0;
 	}
 bad:
+	known[0] = '\0';
+	for (size_t k = 0; k < N_GPU_TYPES && off < sizeof(known); k++) {
+		int w = snprintf(known + off, sizeof(known) - off, "%s%s", k ? ", " : "",
+				 gpu_types[k].name);
+
+		off += w > 0 ? (size_t)w : 0;
+	}
 	return colloc_diag_set(
 		diag, COLLOC_EUSAGE,
-		"cluster '%s': expected NODESxGPUSxTYPE, e.g. 16x8xA100-40GB or "
-		"2x4x40GiB (types: A100-40GB, A100-80GB, H100-80GB, H200-141GB, "
-		"V100-32GB, V100-16GB, RTX3060; at most %d GPUs per node)",
-		spec, COLLOC_SCHED_MAX_GPUS);
+		"cluster '%s': expected NODESxGPUSxTYPE, e.g. 16x8xA100-40GB, "
+		"or NODESxGPUSxSIZE for a generic GPU of that memory, e.g. "
+		"2x4x40GiB (types: %s; at most %d GPUs per node)",
+		whole, known, COLLOC_SCHED_MAX_GPUS);
 }
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o)
@@ -153,32 +178,36 @@ static double rng_normal(uint64_t *s)
 
 /* --- job identity ------------------------------------------------------- */
 
-/* Models the simulator knows. activity: the assumed fraction of the GPU a
- * job keeps busy when alone (an assumption until the utilization predictor
- * exists; docs/simulator.md). zoo NULL: no graph, fixed memory. */
+/* Models the simulator knows. zoo: its graph, from which the memory
+ * estimate and the activity (the predictor's SM activity on the cluster's
+ * GPU) are computed. zoo NULL: no graph; fixed memory and an ASSUMED
+ * activity (busy fraction alone), not a prediction: the RL jobs drive
+ * small networks from a CPU-bound environment (0.15), recommendation
+ * (embedding lookups, small MLPs) 0.3, CycleGAN (two conv generators and
+ * discriminators) 0.6 -- docs/simulator.md. */
 static const struct kind {
 	const char *name; /* trace name (lower case) */
 	const char *zoo;
 	int64_t batch; /* default batch */
 	int64_t seq; /* transformers: sequence length bound */
-	double activity;
+	double assumed_activity; /* zoo NULL only */
 	uint64_t fixed_mem; /* no graph: memory in bytes */
 	int loss;
 } kinds[] = {
-	{"resnet18", "resnet18", 64, 0, 0.55, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"resnet50", "resnet50", 64, 0, 0.75, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"vgg16", "vgg16", 64, 0, 0.85, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"vgg19", "vgg16", 64, 0, 0.85, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"mobilenet_v2", "mobilenet_v2", 128, 0, 0.45, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"shufflenet_v2_x1_0", "shufflenet_v2_x1_0", 128, 0, 0.35, 0,
+	{"resnet18", "resnet18", 64, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"resnet50", "resnet50", 64, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"vgg16", "vgg16", 64, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"vgg19", "vgg16", 64, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"mobilenet_v2", "mobilenet_v2", 128, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"shufflenet_v2_x1_0", "shufflenet_v2_x1_0", 128, 0, 0, 0,
 	 COLLOC_LOSS_CROSS_ENTROPY},
-	{"densenet121", "densenet121", 64, 0, 0.6, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"efficientnet_b0", "efficientnet_b0", 64, 0, 0.5, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"vit_b_16", "vit_b_16", 32, 0, 0.8, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"bert", "bert_base", 32, 128, 0.8, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"gpt2", "gpt2", 8, 128, 0.7, 0, COLLOC_LOSS_CAUSAL_LM},
-	{"transformer", "t5_small", 32, 64, 0.7, 0, COLLOC_LOSS_CROSS_ENTROPY},
-	{"lm", "distilgpt2", 16, 64, 0.6, 0, COLLOC_LOSS_CAUSAL_LM},
+	{"densenet121", "densenet121", 64, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"efficientnet_b0", "efficientnet_b0", 64, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"vit_b_16", "vit_b_16", 32, 0, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"bert", "bert_base", 32, 128, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"gpt2", "gpt2", 8, 128, 0, 0, COLLOC_LOSS_CAUSAL_LM},
+	{"transformer", "t5_small", 32, 64, 0, 0, COLLOC_LOSS_CROSS_ENTROPY},
+	{"lm", "distilgpt2", 16, 64, 0, 0, COLLOC_LOSS_CAUSAL_LM},
 	{"dqn", NULL, 0, 0, 0.15, GiB + GiB / 2, 0},
 	{"a2c", NULL, 0, 0, 0.15, GiB + GiB / 2, 0},
 	{"a3c", NULL, 0, 0, 0.15, GiB + GiB / 2, 0},
@@ -218,11 +247,13 @@ static int kind_of(const char *model)
 	return -1;
 }
 
-/* One (kind, batch) estimate, computed once per run. */
+/* One (kind, batch) estimate and prediction, computed once per run (a run
+ * has one GPU type, so this is per (kind, batch, GPU type)). */
 struct est_cache {
 	int kind;
 	int64_t batch;
 	uint64_t need;
+	double act;
 };
 
 /* --- runtime state -------------------------------------------------------- */
@@ -474,29 +505,42 @@ static void flush(struct sim *s)
 	s->n_dirty = 0;
 }
 
-/* Relative speed of job j given its GPUs' other jobs: the interference
- * model fitted on Gavel's measured pairs (colloc/interference.h,
- * docs/interference.md); the slowest of its GPUs sets the pace. */
-static double speed_of(const struct sim *s, int j)
+/* Relative speed of each job on GPU g, in g's job order, if g alone set
+ * the pace: the interference model fitted on Gavel's measured pairs
+ * (colloc/interference.h, docs/interference.md), capped so that the jobs
+ * together use at most the whole GPU (sum of activity x speed <= 1). */
+static void gpu_speeds(const struct sim *s, int g, double *sp)
+{
+	const struct gpu *gp = &s->gpus[g];
+	struct colloc_interference_job ij[MAX_PER_GPU];
+	double busy[MAX_PER_GPU];
+
+	for (int k = 0; k < gp->n; k++) {
+		const struct job *jb = &s->jobs[gp->jobs[k]];
+
+		ij[k] = jb->ij;
+		busy[k] = jb->act;
+	}
+	colloc_interference_gpu_speeds(s->im, s->worker, ij, busy, gp->n, sp);
+}
+
+/* Job j's speed: the slowest of its GPUs sets the pace. here: the speeds
+ * of GPU g's jobs (gpu_speeds), k: j's place on g. */
+static double speed_of(const struct sim *s, int j, int g, const double *here, int k)
 {
 	const struct job *jb = &s->jobs[j];
 	const int *gpus = gpus_of(s, j);
-	struct colloc_interference_job others[MAX_PER_GPU];
-	double worst = 1.0;
+	double worst = here[k], sp[MAX_PER_GPU];
 
 	for (int i = 0; i < jb->n_gpus; i++) {
-		const struct gpu *g = &s->gpus[gpus[i]];
-		int n = 0;
-		double sp;
+		const struct gpu *o = &s->gpus[gpus[i]];
 
-		for (int k = 0; k < g->n; k++)
-			if (g->jobs[k] != j)
-				others[n++] = s->jobs[g->jobs[k]].ij;
-		if (n == 0)
+		if (gpus[i] == g || o->n <= 1)
 			continue;
-		sp = colloc_interference_speed(s->im, s->worker, &jb->ij, others, n);
-		if (sp < worst)
-			worst = sp;
+		gpu_speeds(s, gpus[i], sp);
+		for (int m = 0; m < o->n; m++)
+			if (o->jobs[m] == j && sp[m] < worst)
+				worst = sp[m];
 	}
 	return worst;
 }
@@ -504,6 +548,9 @@ static double speed_of(const struct sim *s, int j)
 /* Bring every job on GPU g up to date and re-issue its completion. */
 static int retime_gpu(struct sim *s, int g, int64_t now)
 {
+	double here[MAX_PER_GPU];
+
+	gpu_speeds(s, g, here);
 	for (int k = 0; k < s->gpus[g].n; k++) {
 		int j = s->gpus[g].jobs[k];
 		struct job *jb = &s->jobs[j];
@@ -513,7 +560,7 @@ static int retime_gpu(struct sim *s, int g, int64_t now)
 		if (jb->work_ms < 0)
 			jb->work_ms = 0;
 		jb->last_ms = now;
-		jb->rate = speed_of(s, j);
+		jb->rate = speed_of(s, j, g, here, k);
 		mark_job(s, j);
 		left = jb->work_ms / jb->rate;
 		jb->version++;
@@ -845,28 +892,37 @@ static int schedule(struct sim *s, int64_t now)
 	return 0;
 }
 
-static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
-			 struct colloc_diag *diag)
+/* The memory estimate and the activity of kind at batch on platform plat:
+ * the graph is loaded and inferred once for both. The predictor runs with
+ * the estimator's defaults (fp32, Adam, the kind's loss) and its own
+ * default host costs, no data-loader time (docs/perf-model.md). */
+static int profile_kind(const struct colloc_platform *plat, int kind, int64_t batch,
+			struct colloc_sim_kind *out, struct colloc_diag *diag)
 {
 	const struct kind *k = &kinds[kind];
 	struct colloc_graph *g = NULL;
 	struct colloc_estimate_opts eo;
 	struct colloc_estimate e;
+	struct colloc_perf_opts po;
+	struct colloc_perf pf;
 	struct colloc_binding seq = {"seq", k->seq};
 	struct colloc_binding dims[2] = {{"seq", k->seq}, {"dec_seq", k->seq}};
 	struct colloc_bind_opts bo = {batch, NULL, 0};
 	char path[4096];
 	int rc;
 
+	memset(out, 0, sizeof(*out));
+	out->kind = k->name;
+	out->zoo = k->zoo;
+	out->batch = batch;
+	out->seq = k->seq;
 	if (!k->zoo) {
-		*need = k->fixed_mem;
+		out->mem_bytes = k->fixed_mem;
+		out->activity = k->assumed_activity;
+		out->interference_activity =
+			out->activity * COLLOC_SIM_INTERFERENCE_SCALE;
 		return 0;
 	}
-	for (int c = 0; c < s->n_cache; c++)
-		if (s->cache[c].kind == kind && s->cache[c].batch == batch) {
-			*need = s->cache[c].need;
-			return 0;
-		}
 	snprintf(path, sizeof(path), "%s/zoo/%s.onnx", colloc_data_dir(), k->zoo);
 	if ((rc = colloc_onnx_load_file(path, NULL, &g, diag)))
 		return rc;
@@ -876,18 +932,105 @@ static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
 	}
 	colloc_estimate_opts_init(&eo);
 	eo.loss = k->loss;
-	eo.platform = &s->plat;
+	eo.platform = plat;
 	rc = colloc_graph_infer(g, &bo, diag);
 	if (!rc)
 		rc = colloc_estimate_run(g, &eo, &e, diag);
+	if (!rc) {
+		colloc_perf_opts_init(&po);
+		po.precision = eo.precision;
+		po.optimizer = eo.optimizer;
+		po.loss = eo.loss;
+		po.batch = batch;
+		po.platform = plat;
+		/* The predictor reads the per-op costs (perf.h says it does
+		 * not need them; today it refuses a graph without). */
+		colloc_graph_cost(g, NULL);
+		rc = colloc_perf_predict(g, &po, &pf, diag);
+	}
 	colloc_graph_destroy(g);
 	if (rc)
-		return colloc_diag_prefix(diag, rc, "estimating %s at batch %lld", k->zoo,
-					  (long long)batch);
-	*need = e.peak_device_bytes;
-	if (s->n_cache < (int)(sizeof(s->cache) / sizeof(s->cache[0])))
-		s->cache[s->n_cache++] = (struct est_cache){kind, batch, *need};
+		return colloc_diag_prefix(diag, rc, "estimating %s at batch %lld on %s",
+					  k->zoo, (long long)batch, plat->name);
+	out->mem_bytes = e.peak_device_bytes;
+	out->activity = pf.sm_activity;
+	out->predicted = true;
+	out->gpu_util = pf.gpu_util;
+	out->step_ms = pf.step_ms;
+	out->interference_activity = out->activity * COLLOC_SIM_INTERFERENCE_SCALE;
 	return 0;
+}
+
+/* profile_kind() through the run's cache. */
+static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
+			 double *act, struct colloc_diag *diag)
+{
+	struct colloc_sim_kind info;
+	int rc;
+
+	for (int c = 0; c < s->n_cache; c++)
+		if (s->cache[c].kind == kind && s->cache[c].batch == batch) {
+			*need = s->cache[c].need;
+			*act = s->cache[c].act;
+			return 0;
+		}
+	if ((rc = profile_kind(&s->plat, kind, batch, &info, diag)))
+		return rc;
+	*need = info.mem_bytes;
+	*act = info.activity;
+	if (s->n_cache < (int)(sizeof(s->cache) / sizeof(s->cache[0])))
+		s->cache[s->n_cache++] = (struct est_cache){kind, batch, *need, *act};
+	return 0;
+}
+
+static int load_platform(const struct colloc_sim_cluster *c, struct colloc_platform *p,
+			 struct colloc_diag *diag)
+{
+	if (!c->platform) {
+		colloc_platform_default(p);
+		return 0;
+	}
+	return colloc_platform_load(c->platform, p, diag);
+}
+
+/* The batch a job of kind runs at: the trace's where the kind has a graph
+ * (graph-less kinds have a fixed memory whatever the batch). */
+static int64_t batch_of(int kind, int64_t trace_batch)
+{
+	return trace_batch > 0 && kinds[kind].zoo ? trace_batch : kinds[kind].batch;
+}
+
+const char *colloc_sim_kind_name(int i)
+{
+	return i >= 0 && (size_t)i < N_KINDS ? kinds[i].name : NULL;
+}
+
+int colloc_sim_kind_info(const char *model, int64_t batch,
+			 const struct colloc_sim_cluster *c, struct colloc_sim_kind *out,
+			 struct colloc_diag *diag)
+{
+	struct colloc_platform plat;
+	int kind = model ? kind_of(model) : -1, rc;
+
+	if (kind < 0) {
+		char known[512];
+		size_t off = 0;
+
+		known[0] = '\0';
+		for (size_t k = 0; k < N_KINDS && off < sizeof(known); k++) {
+			int w = snprintf(known + off, sizeof(known) - off, "%s%s",
+					 k ? ", " : "", kinds[k].name);
+
+			off += w > 0 ? (size_t)w : 0;
+		}
+		return colloc_diag_set(diag, COLLOC_ENOTFOUND,
+				       "model '%s' is not a job kind of the simulator "
+				       "(kinds: %s)",
+				       model ? model : "(null)", known);
+	}
+	if ((rc = load_platform(c, &plat, diag)))
+		return rc;
+	return profile_kind(&plat, kind, batch_of(kind, batch), out, diag);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -928,17 +1071,16 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	s.n_gpus = c->n_nodes * c->gpus_per_node;
 	s.im = colloc_interference_builtin();
 	/* Gavel measured K80, P100 and V100; newer GPUs use the V100 pairs
-	 * (the closest architecture measured; docs/simulator.md). */
+	 * (the closest architecture measured; docs/simulator.md). Today
+	 * it changes nothing: the model's parameters are the same on every
+	 * worker, and jobs carry no Gavel type (so no per-type activity or
+	 * measured pair is looked up). */
 	s.worker = colloc_interference_worker(
 		strncasecmp(c->gpu_type, "K80", 3) == 0	   ? "k80"
 		: strncasecmp(c->gpu_type, "P100", 4) == 0 ? "p100"
 							   : "v100");
-	if (c->platform) {
-		if ((rc = colloc_platform_load(c->platform, &s.plat, diag)))
-			return rc;
-	} else {
-		colloc_platform_default(&s.plat);
-	}
+	if ((rc = load_platform(c, &s.plat, diag)))
+		return rc;
 	for (s.leaves = 1; s.leaves < s.n_gpus; s.leaves *= 2)
 		;
 	s.n_window = o->window > 0 && (size_t)o->window < s.n_jobs ? (size_t)o->window
@@ -991,26 +1133,19 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->submit_ms = tj->submit_ms;
 		if (kind < 0)
 			kind = (int)(rng_next(&s.rng) % N_MIX);
-		batch = tj->batch > 0 && kinds[kind].zoo ? tj->batch : kinds[kind].batch;
-		if ((rc = estimate_kind(&s, kind, batch, &est, diag)))
+		batch = batch_of(kind, tj->batch);
+		if ((rc = estimate_kind(&s, kind, batch, &est, &jb->act, diag)))
 			goto out;
 		e = rng_normal(&s.rng) * o->est_error;
 		if (e < -0.5)
 			e = -0.5;
 		jb->true_mem = (uint64_t)((double)est * (1.0 + e));
 		jb->need = est;
-		jb->act = kinds[kind].activity;
-		/* Interference identity: its Gavel type where there is a close
-		 * one (then the activity derived from Gavel's pairs is used),
-		 * else its busy fraction on the model's scale, where a job that
-		 * keeps a GPU fully busy sits near 1/3 (docs/interference.md). */
-		{
-			const char *gt =
-				colloc_interference_gavel_type(kinds[kind].name, batch);
-
-			jb->ij.type = gt ? colloc_interference_type(s.im, gt) : -1;
-			jb->ij.activity = jb->act / 3.0;
-		}
+		/* Interference identity: the same activity the scheduler
+		 * sees, on the model's scale (sim.h). No Gavel type: a type
+		 * would make the model read its own per-type table instead. */
+		jb->ij.type = -1;
+		jb->ij.activity = jb->act * COLLOC_SIM_INTERFERENCE_SCALE;
 		jb->n_gpus =
 			(unsigned char)(tj->n_gpus > c->gpus_per_node ? c->gpus_per_node
 								      : tj->n_gpus);

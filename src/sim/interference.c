@@ -307,6 +307,46 @@ double colloc_interference_speed(const struct colloc_interference *m, int w,
 	return formula(m->params, job_activity(m, w, a), pressure);
 }
 
+void colloc_interference_gpu_speeds(const struct colloc_interference *m, int w,
+				    const struct colloc_interference_job *jobs,
+				    const double *busy, int n, double *speeds)
+{
+	double prefix = 0.0, suffix = 0.0, used = 0.0;
+
+	if (n <= 0)
+		return;
+	if (n <= 2) {
+		/* Where a measured pair applies, speed() has it. */
+		for (int i = 0; i < n; i++)
+			speeds[i] = colloc_interference_speed(m, w, &jobs[i],
+							      &jobs[1 - i], n - 1);
+	} else {
+		/* Each job's pressure is the sum over the others: the part
+		 * after it is kept in speeds[] (no allocation), the part
+		 * before it as the loop goes. */
+		for (int i = n; i-- > 0;) {
+			speeds[i] = suffix;
+			suffix += pow(job_activity(m, w, &jobs[i]), m->params[2]);
+		}
+		for (int i = 0; i < n; i++) {
+			double own = pow(job_activity(m, w, &jobs[i]), m->params[2]);
+
+			speeds[i] = formula(m->params, job_activity(m, w, &jobs[i]),
+					    prefix + speeds[i]);
+			prefix += own;
+		}
+	}
+	/* A GPU cannot do more than all of its work: jobs that each keep it
+	 * busy a fraction busy[i] of the time when alone cannot together
+	 * keep it busier than always. The model alone does not know this
+	 * (its parameters come from pairs, where it rarely binds). */
+	for (int i = 0; i < n; i++)
+		used += clamp01(busy ? busy[i] : jobs[i].activity) * speeds[i];
+	if (used > 1.0)
+		for (int i = 0; i < n; i++)
+			speeds[i] /= used;
+}
+
 int colloc_interference_split(const char *worker, const char *type_a, const char *type_b)
 {
 	const char *parts[3] = {worker, type_a, type_b};

@@ -1,7 +1,8 @@
 /*
  * test_interference.c — the interference model (src/sim/interference.c):
  * the formula by hand, the loader's errors on small inline JSON, what it
- * skips, the split, the fit on the v100 excerpt of Gavel's table
+ * skips, the speeds of a GPU's jobs under the physical ceiling, the split,
+ * the fit on the v100 excerpt of Gavel's table
  * (tests/data/gavel, path compiled in as COLLOC_GAVEL_EXCERPT), the
  * model-name mapping and the builtin model.
  */
@@ -230,6 +231,74 @@ static void test_speed_lookup_and_model(void **state)
 	colloc_interference_destroy(m);
 }
 
+/* --- gpu_speeds(): all jobs of one GPU, with the physical ceiling -------- */
+
+static void test_gpu_speeds(void **state)
+{
+	const struct colloc_interference *m = colloc_interference_builtin();
+	struct colloc_interference *tm = parse_ok(tiny);
+	int a = colloc_interference_type(tm, "A"), b = colloc_interference_type(tm, "B");
+	struct colloc_interference_job jobs[16], pair[2] = {{b, 0.9}, {a, 0.9}};
+	double busy[16], sp[16], used;
+
+	(void)state;
+	/* alone: 1; under the ceiling: speed() of each beside the others */
+	jobs[0] = (struct colloc_interference_job){-1, 0.3};
+	colloc_interference_gpu_speeds(m, 0, jobs, NULL, 1, sp);
+	assert_near(sp[0], 1.0, EPS);
+	for (int i = 0; i < 3; i++)
+		jobs[i] = (struct colloc_interference_job){-1, 0.1 + 0.2 * i};
+	colloc_interference_gpu_speeds(m, 0, jobs, NULL, 3, sp);
+	for (int i = 0; i < 3; i++) {
+		struct colloc_interference_job others[2];
+		int n = 0;
+
+		for (int o = 0; o < 3; o++)
+			if (o != i)
+				others[n++] = jobs[o];
+		assert_near(sp[i], colloc_interference_speed(m, 0, &jobs[i], others, 2),
+			    1e-12);
+	}
+	/* a measured pair is used for two jobs (0.25 for B beside A) */
+	colloc_interference_gpu_speeds(tm, 0, pair, NULL, 2, sp);
+	assert_near(sp[0], 0.25, 1e-6);
+	/* The ceiling binds: jobs the model thinks harmless to each other
+	 * (activity 0.01) that each keep the GPU 90% busy alone. Together
+	 * they keep it exactly fully busy, at equal speeds. */
+	for (int i = 0; i < 4; i++) {
+		jobs[i] = (struct colloc_interference_job){-1, 0.01};
+		busy[i] = 0.9;
+	}
+	colloc_interference_gpu_speeds(m, 0, jobs, busy, 4, sp);
+	used = 0;
+	for (int i = 0; i < 4; i++)
+		used += busy[i] * sp[i];
+	assert_near(used, 1.0, 1e-12);
+	assert_near(sp[0], 1.0 / 3.6, 1e-12);
+	assert_near(sp[3], sp[0], 1e-15);
+	/* n identical jobs of activity a: together at most min(n, 1/a) x one
+	 * job, whatever the model says */
+	for (int n = 2; n <= 16; n *= 2)
+		for (double act = 0.1; act <= 1.0 + 1e-9; act += 0.3)
+			for (double model_act = 0.0; model_act <= 1.0 + 1e-9;
+			     model_act += 0.25) {
+				double sum = 0;
+
+				for (int i = 0; i < n; i++) {
+					jobs[i] = (struct colloc_interference_job){
+						-1, model_act};
+					busy[i] = act;
+				}
+				colloc_interference_gpu_speeds(m, 0, jobs, busy, n, sp);
+				for (int i = 0; i < n; i++) {
+					assert_true(sp[i] > 0 && sp[i] <= 1.0);
+					sum += sp[i];
+				}
+				assert_true(sum <= fmin(n, 1.0 / act) + 1e-12);
+			}
+	colloc_interference_destroy(tm);
+}
+
 /* --- split and fit on the excerpt ---------------------------------------- */
 
 static struct colloc_interference *load_excerpt(void)
@@ -390,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_loader_errors),
 		cmocka_unit_test(test_loader_type_limit),
 		cmocka_unit_test(test_speed_lookup_and_model),
+		cmocka_unit_test(test_gpu_speeds),
 		cmocka_unit_test(test_split_deterministic),
 		cmocka_unit_test(test_fit_beats_baselines),
 		cmocka_unit_test(test_fit_needs_pairs),

@@ -3,10 +3,13 @@
  * plus determinism and "no job is ever lost" on a random trace with wrong
  * estimates (so that OOM crashes and recoveries happen).
  *
- * The hand-worked cases use the `dqn` job kind (no graph: 1.5 GiB, activity
- * 0.15, docs/simulator.md) so they need no model zoo; two such jobs sharing
- * a GPU run at the interference model's speed for two A3C jobs (the Gavel
- * type dqn maps to), which the test asks the model for.
+ * The hand-worked cases use the `dqn` job kind (no graph: 1.5 GiB, an
+ * assumed activity of 0.15, docs/simulator.md) so they need no model zoo;
+ * two such jobs sharing a GPU run at the interference model's speed for
+ * their activity, which the test asks the model for. The kinds with graphs
+ * take their activity from the predictor (colloc/perf.h): one test checks
+ * it is the predictor's SM activity, one that 16 BERT jobs on one GPU
+ * cannot together progress faster than the GPU allows.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -18,8 +21,15 @@
 
 #include <cmocka.h>
 
+#include "colloc/cost.h"
+#include "colloc/estimate.h"
 #include "colloc/interference.h"
+#include "colloc/onnx.h"
+#include "colloc/perf.h"
+#include "colloc/platform.h"
+#include "colloc/shape.h"
 #include "colloc/sim.h"
+#include "colloc/zoo.h"
 
 static struct colloc_trace *parse(const char *text)
 {
@@ -74,24 +84,176 @@ static void test_sharing_slows_each(void **state)
 {
 	struct colloc_trace *t = parse(two_jobs);
 	struct colloc_sim_result r;
+	struct colloc_sim_cluster c;
+	struct colloc_sim_kind k;
+	struct colloc_diag diag = {{0}};
 	const struct colloc_interference *im = colloc_interference_builtin();
-	struct colloc_interference_job a3c = {
-		colloc_interference_type(im, colloc_interference_gavel_type("dqn", 0)),
-		0.05};
-	double speed = colloc_interference_speed(im, colloc_interference_worker("v100"),
-						 &a3c, &a3c, 1);
+	struct colloc_interference_job ij[2];
+	double busy[2], sp[2];
 
 	(void)state;
-	assert_true(a3c.type >= 0);
-	assert_true(speed > 0 && speed < 1);
+	assert_int_equal(colloc_sim_cluster_parse("1x1x40GiB", &c, &diag), 0);
+	assert_int_equal(colloc_sim_kind_info("dqn", 0, &c, &k, &diag), 0);
+	assert_false(k.predicted);
+	assert_true(fabs(k.activity - 0.15) < 1e-12);
+	assert_true(fabs(k.interference_activity - 0.15 * COLLOC_SIM_INTERFERENCE_SCALE) <
+		    1e-12);
+	for (int i = 0; i < 2; i++) {
+		ij[i] = (struct colloc_interference_job){-1, k.interference_activity};
+		busy[i] = k.activity;
+	}
+	colloc_interference_gpu_speeds(im, colloc_interference_worker("v100"), ij, busy,
+				       2, sp);
+	assert_true(sp[0] > 0 && sp[0] < 1 && sp[0] == sp[1]);
 	run(t, "1x1x40GiB", COLLOC_POLICY_ESTIMATE_AWARE, &r);
 	/* both start at 0 and share the GPU: each finishes at 100 s / speed
 	 * (rounded up to the millisecond) */
 	assert_int_equal(r.finished, 2);
 	assert_int_equal(r.shared_jobs, 2);
-	assert_true(fabs(r.makespan_s - ceil(100000 / speed) / 1000) < 1e-6);
+	assert_true(fabs(r.makespan_s - ceil(100000 / sp[0]) / 1000) < 1e-6);
 	assert_true(fabs(r.mean_wait_s) < 1e-9);
 	assert_true(r.makespan_s < 200);
+	/* the utilization metric reads the same activity, times the speed */
+	assert_true(fabs(r.gpu_util - 2 * 0.15 * sp[0] * (100 / sp[0]) / r.makespan_s) <
+		    1e-4);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+}
+
+/* The predictor's SM activity for zoo graph zoo at batch on profile plat,
+ * computed here as colloc estimate does, independently of the simulator. */
+static double predicted_sm_activity(const char *zoo, int64_t batch, const char *plat)
+{
+	struct colloc_platform p;
+	struct colloc_graph *g = NULL;
+	struct colloc_bind_opts bo = {batch, NULL, 0};
+	struct colloc_perf_opts po;
+	struct colloc_perf pf;
+	struct colloc_diag diag = {{0}};
+	char path[4096];
+
+	assert_int_equal(colloc_platform_load(plat, &p, &diag), 0);
+	snprintf(path, sizeof(path), "%s/zoo/%s.onnx", colloc_data_dir(), zoo);
+	if (colloc_onnx_load_file(path, NULL, &g, &diag) ||
+	    colloc_graph_infer(g, &bo, &diag))
+		fail_msg("%s", diag.msg);
+	colloc_graph_cost(g, NULL);
+	colloc_perf_opts_init(&po);
+	po.batch = batch;
+	po.platform = &p;
+	if (colloc_perf_predict(g, &po, &pf, &diag))
+		fail_msg("%s", diag.msg);
+	colloc_graph_destroy(g);
+	return pf.sm_activity;
+}
+
+/* The activity the simulator uses for resnet50 at batch 64 on an A100 is
+ * the predictor's sm_activity for that graph, batch and platform; a job
+ * alone on a GPU keeps it busy at exactly that activity. */
+static void test_activity_is_predicted(void **state)
+{
+	static const char one[] = "id,submit_s,duration_s,gpus,model,batch\n"
+				  "1,0,100,1,resnet50,64\n";
+	struct colloc_sim_cluster c;
+	struct colloc_sim_kind k;
+	struct colloc_sim_result r;
+	struct colloc_trace *t;
+	struct colloc_diag diag = {{0}};
+	double want = predicted_sm_activity("resnet50", 64, "a100-40gb-cu124-torch26");
+
+	(void)state;
+	assert_int_equal(colloc_sim_cluster_parse("2x8xA100-40GB", &c, &diag), 0);
+	assert_string_equal(c.platform, "a100-40gb-cu124-torch26");
+	if (colloc_sim_kind_info("ResNet-50", 64, &c, &k, &diag))
+		fail_msg("%s", diag.msg);
+	assert_true(k.predicted);
+	assert_string_equal(k.kind, "resnet50");
+	assert_int_equal(k.batch, 64);
+	assert_true(want > 0 && want <= 1);
+	assert_true(k.activity == want);
+	assert_true(k.step_ms > 0 && k.gpu_util >= k.activity - 1e-9);
+	/* The trace's batch is used; <= 0 is the kind's default (64). */
+	assert_int_equal(colloc_sim_kind_info("resnet50", 0, &c, &k, &diag), 0);
+	assert_true(k.activity == want);
+
+	t = parse(one);
+	run(t, "1x1xA100-40GB", COLLOC_POLICY_EXCLUSIVE, &r);
+	assert_int_equal(r.finished, 1);
+	assert_true(fabs(r.gpu_util - want) < 1e-9);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+
+	/* another GPU, another prediction */
+	assert_int_equal(colloc_sim_cluster_parse("1x4xV100-16GB", &c, &diag), 0);
+	assert_int_equal(colloc_sim_kind_info("resnet50", 64, &c, &k, &diag), 0);
+	assert_true(k.activity ==
+		    predicted_sm_activity("resnet50", 64, "v100-16gb-cu124-torch26"));
+
+	assert_int_equal(colloc_sim_kind_info("perceiver", 8, &c, &k, &diag),
+			 COLLOC_ENOTFOUND);
+	assert_non_null(strstr(diag.msg, "kinds: resnet18"));
+}
+
+/* Sixteen BERT jobs on one GPU (H200: room for all of them) cannot
+ * progress faster together than the GPU allows: with activity a each, at
+ * most min(16, 1/a) x one job's speed. The same bound holds for every
+ * smaller group the model is asked about. */
+static void test_physical_ceiling(void **state)
+{
+	static char text[2048];
+	size_t off = 0;
+	struct colloc_sim_cluster c;
+	struct colloc_sim_opts o;
+	struct colloc_sim_kind k;
+	struct colloc_sim_result r;
+	struct colloc_trace *t;
+	struct colloc_diag diag = {{0}};
+	const struct colloc_interference *im = colloc_interference_builtin();
+	double ceiling;
+
+	(void)state;
+	assert_int_equal(colloc_sim_cluster_parse("1x1xH200-141GB", &c, &diag), 0);
+	if (colloc_sim_kind_info("bert", 0, &c, &k, &diag))
+		fail_msg("%s", diag.msg);
+	assert_true(k.predicted && k.activity > 0 && k.activity <= 1);
+	for (int n = 2; n <= 16; n *= 2) {
+		struct colloc_interference_job ij[16];
+		double busy[16], sp[16], sum = 0, used = 0;
+
+		for (int i = 0; i < n; i++) {
+			ij[i] = (struct colloc_interference_job){-1,
+								 k.interference_activity};
+			busy[i] = k.activity;
+		}
+		colloc_interference_gpu_speeds(im, 0, ij, busy, n, sp);
+		for (int i = 0; i < n; i++) {
+			sum += sp[i];
+			used += busy[i] * sp[i];
+		}
+		assert_true(used <= 1 + 1e-12);
+		assert_true(sum <= fmin(n, 1 / k.activity) + 1e-12);
+	}
+
+	off += (size_t)snprintf(text + off, sizeof(text) - off,
+				"id,submit_s,duration_s,gpus,model\n");
+	for (int j = 0; j < 16; j++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off,
+					"%d,0,100,1,bert\n", j + 1);
+	t = parse(text);
+	colloc_sim_opts_init(&o);
+	o.sched.policy = COLLOC_POLICY_ESTIMATE_AWARE;
+	o.sched.headroom_bytes = 0;
+	o.sched.util_bound = 100; /* let all 16 share */
+	o.est_error = 0;
+	if (colloc_sim_run(t, &c, &o, &r, &diag))
+		fail_msg("%s", diag.msg);
+	assert_int_equal(r.finished, 16);
+	assert_int_equal(r.shared_jobs, 16);
+	assert_true(fabs(r.mean_wait_s) < 1e-9); /* all on the GPU at once */
+	/* 16 x 100 s of work at a summed rate of at most the ceiling */
+	ceiling = fmin(16, 1 / k.activity);
+	assert_true(r.makespan_s >= 16 * 100 / ceiling - 1e-3);
+	assert_true(r.gpu_util <= 1 + 1e-9);
 	colloc_sim_result_fini(&r);
 	colloc_trace_destroy(t);
 }
@@ -124,6 +286,11 @@ static void test_cluster_specs(void **state)
 	assert_int_equal(c.gpu_mem_bytes, 24ull << 30);
 	assert_int_equal(colloc_sim_cluster_parse("2x4", &c, &diag), COLLOC_EUSAGE);
 	assert_non_null(strstr(diag.msg, "NODESxGPUSxTYPE"));
+	/* an unknown type names the known ones */
+	assert_int_equal(colloc_sim_cluster_parse("2x4xB200", &c, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "'2x4xB200'"));
+	assert_non_null(strstr(diag.msg, "A100-40GB, A100-80GB"));
+	assert_non_null(strstr(diag.msg, "RTX4090"));
 	assert_int_equal(colloc_sim_cluster_parse("0x4xA100-40GB", &c, &diag),
 			 COLLOC_EUSAGE);
 	assert_int_equal(colloc_sim_cluster_parse("1x99xA100-40GB", &c, &diag),
@@ -248,11 +415,43 @@ static void test_window(void **state)
 	colloc_trace_destroy(t);
 }
 
+/* Every GPU type a cluster may name has a platform profile of that GPU with
+ * the compute facts the activity predictor needs. */
+static void test_gpu_type_profiles(void **state)
+{
+	static const char *const types[] = {
+		"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "V100-32GB",
+		"V100-16GB", "P100-16GB", "K80",       "T4",	     "L4",
+		"A10",	     "RTX3060",	  "RTX3090",   "RTX4090",
+	};
+	struct colloc_sim_cluster c;
+	struct colloc_platform p;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		char spec[64];
+
+		snprintf(spec, sizeof(spec), "1x1x%s", types[k]);
+		assert_int_equal(colloc_sim_cluster_parse(spec, &c, &diag), 0);
+		assert_non_null(c.platform);
+		if (colloc_platform_load(c.platform, &p, &diag))
+			fail_msg("%s: %s", types[k], diag.msg);
+		assert_true(p.fp32_tflops > 0 && p.sm_count > 0);
+		/* within 2% of the profile's memory (SXM/PCIe variants) */
+		assert_true(fabs((double)c.gpu_mem_bytes - (double)p.gpu_memory_bytes) <
+			    0.02 * (double)p.gpu_memory_bytes);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exclusive_serialises),
 		cmocka_unit_test(test_sharing_slows_each),
+		cmocka_unit_test(test_activity_is_predicted),
+		cmocka_unit_test(test_physical_ceiling),
+		cmocka_unit_test(test_gpu_type_profiles),
 		cmocka_unit_test(test_too_big_fails_not_lost),
 		cmocka_unit_test(test_cluster_specs),
 		cmocka_unit_test(test_no_job_lost_and_deterministic),
