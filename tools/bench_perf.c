@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "csv_fields.h"
 #include "colloc/cost.h"
 #include "colloc/estimate.h"
 #include "colloc/onnx.h"
@@ -42,35 +43,6 @@
 #define MAX_ROWS 4096
 
 static const char *data_dir = "data", *shared_dir = "../shared/data";
-
-static int split_csv(char *line, char **f, int max)
-{
-	int n = 0;
-	char *p = line;
-
-	while (n < max) {
-		if (*p == '"') {
-			char *w = ++p;
-
-			f[n++] = w;
-			while (*p && !(*p == '"' && (p[1] == ',' || p[1] == '\0' ||
-						     p[1] == '\n' || p[1] == '\r')))
-				p++;
-			if (*p)
-				*p++ = '\0';
-		} else {
-			f[n++] = p;
-			while (*p && *p != ',' && *p != '\n' && *p != '\r')
-				p++;
-		}
-		if (*p != ',') {
-			*p = '\0';
-			break;
-		}
-		*p++ = '\0';
-	}
-	return n;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -149,16 +121,8 @@ static FILE *open_csv(const char *rel, char *hline, char **hdr, int *nh)
 		fclose(f);
 		return NULL;
 	}
-	*nh = split_csv(hline, hdr, MAX_FIELDS);
+	*nh = tool_csv_split(hline, hdr, MAX_FIELDS);
 	return f;
-}
-
-static int col(char **hdr, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(hdr[i], name) == 0)
-			return i;
-	return -1;
 }
 
 /* --- 1. NeuSight ------------------------------------------------------ */
@@ -188,13 +152,13 @@ static void bench_neusight(void)
 		printf("1. NeuSight: %s not found; skipped\n\n", path);
 		return;
 	}
-	cm = col(hdr, nh, "model");
-	cs = col(hdr, nh, "seqlen");
-	cb = col(hdr, nh, "batch");
-	cd = col(hdr, nh, "device");
-	cmeas = col(hdr, nh, "measured_ms");
+	cm = tool_csv_col(hdr, nh, "model");
+	cs = tool_csv_col(hdr, nh, "seqlen");
+	cb = tool_csv_col(hdr, nh, "batch");
+	cd = tool_csv_col(hdr, nh, "device");
+	cmeas = tool_csv_col(hdr, nh, "measured_ms");
 	for (int i = 0; i < 4; i++)
-		cb_[i] = col(hdr, nh, cols[i]);
+		cb_[i] = tool_csv_col(hdr, nh, cols[i]);
 	printf("1. Step time (forward + backward, fp32) against NeuSight's measured "
 	       "rows\n");
 	printf("%-12s %5s %3s %-22s %9s %9s %7s | %7s %7s %7s %7s\n", "model", "seq",
@@ -206,7 +170,7 @@ static void bench_neusight(void)
 		double meas, pred;
 		char graph[4096];
 
-		if (split_csv(line, f, MAX_FIELDS) < nh || cm < 0 || cmeas < 0)
+		if (tool_csv_split(line, f, MAX_FIELDS) < nh || cm < 0 || cmeas < 0)
 			continue;
 		plat = neusight_platform(f[cd]);
 		snprintf(graph, sizeof(graph), "%s/bench/perf/%s.onnx", data_dir, f[cm]);
@@ -283,7 +247,7 @@ static void bench_pollux(const char *platform)
 		char graph[4096];
 		int t = -1;
 
-		if (split_csv(line, f, MAX_FIELDS) < 3)
+		if (tool_csv_split(line, f, MAX_FIELDS) < 3)
 			continue;
 		for (size_t i = 0; i < sizeof(twins) / sizeof(twins[0]); i++)
 			if (strcmp(f[0], twins[i].model) == 0)
@@ -535,11 +499,11 @@ static void bench_gpumemnet(const char *platform)
 		fclose(fp);
 		return;
 	}
-	cfile = col(hdr, nh, "Filename");
-	clist = col(hdr, nh, "Activations-Params");
-	cbatch = col(hdr, nh, "Batch Size");
-	cutil = col(hdr, nh, "Avg GPUTL");
-	csm = col(hdr, nh, "Avg SMACT");
+	cfile = tool_csv_col(hdr, nh, "Filename");
+	clist = tool_csv_col(hdr, nh, "Activations-Params");
+	cbatch = tool_csv_col(hdr, nh, "Batch Size");
+	cutil = tool_csv_col(hdr, nh, "Avg GPUTL");
+	csm = tool_csv_col(hdr, nh, "Avg SMACT");
 	while (n < MAX_ROWS && fgets(line, sizeof(line), fp)) {
 		int64_t widths[64], in_dim;
 		int nl = 0;
@@ -548,7 +512,7 @@ static void bench_gpumemnet(const char *platform)
 		struct colloc_perf p;
 		struct colloc_perf_opts o;
 
-		if (split_csv(line, f, MAX_FIELDS) < nh || cfile < 0 || clist < 0 ||
+		if (tool_csv_split(line, f, MAX_FIELDS) < nh || cfile < 0 || clist < 0 ||
 		    cbatch < 0 || cutil < 0 || csm < 0)
 			continue;
 		s = strstr(f[cfile], "input:");

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv_fields.h"
 #include "colloc/estimate.h"
 #include "colloc/perf.h"
 #include "colloc/platform.h"
@@ -59,42 +60,6 @@ static struct gpu gpus[MAX_GPUS];
 static int n_gpus;
 
 /* Split one CSV line in place (double quotes, no embedded newlines). */
-static int split_csv(char *line, char **f, int max)
-{
-	int n = 0;
-	char *p = line;
-
-	while (n < max) {
-		if (*p == '"') {
-			char *w = ++p;
-
-			f[n++] = w;
-			while (*p && !(*p == '"' && (p[1] == ',' || p[1] == '\0' ||
-						     p[1] == '\n' || p[1] == '\r')))
-				p++;
-			if (*p)
-				*p++ = '\0';
-		} else {
-			f[n++] = p;
-			while (*p && *p != ',' && *p != '\n' && *p != '\r')
-				p++;
-		}
-		if (*p != ',') {
-			*p = '\0';
-			break;
-		}
-		*p++ = '\0';
-	}
-	return n;
-}
-
-static int col(char **hdr, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(hdr[i], name) == 0)
-			return i;
-	return -1;
-}
 
 static int gpu_index(const char *device)
 {
@@ -139,17 +104,17 @@ static int read_class(const char *dir, const char *file, int cls, struct row *ro
 		fclose(fp);
 		return -1;
 	}
-	nh = split_csv(hline, hdr, MAX_FIELDS);
-	cdev = col(hdr, nh, "Device");
-	clat = col(hdr, nh, "Latency");
-	cop = col(hdr, nh, "OPName");
-	cb = col(hdr, nh, "B");
-	cm = col(hdr, nh, "M");
-	cn = col(hdr, nh, "N");
-	ck = col(hdr, nh, "K");
-	ch = col(hdr, nh, "H");
+	nh = tool_csv_split(hline, hdr, MAX_FIELDS);
+	cdev = tool_csv_col(hdr, nh, "Device");
+	clat = tool_csv_col(hdr, nh, "Latency");
+	cop = tool_csv_col(hdr, nh, "OPName");
+	cb = tool_csv_col(hdr, nh, "B");
+	cm = tool_csv_col(hdr, nh, "M");
+	cn = tool_csv_col(hdr, nh, "N");
+	ck = tool_csv_col(hdr, nh, "K");
+	ch = tool_csv_col(hdr, nh, "H");
 	while (n < cap && fgets(line, sizeof(line), fp)) {
-		int nf = split_csv(line, f, MAX_FIELDS), g;
+		int nf = tool_csv_split(line, f, MAX_FIELDS), g;
 		struct row *r = &rows[n];
 
 		if (nf < nh || cdev < 0 || clat < 0 || cb < 0)

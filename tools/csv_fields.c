@@ -1,0 +1,47 @@
+/*
+ * csv_fields.c — see csv_fields.h.
+ */
+#include "csv_fields.h"
+
+#include <string.h>
+
+static int end_of_field(char c)
+{
+	return c == ',' || c == '\0' || c == '\n' || c == '\r';
+}
+
+int tool_csv_split(char *line, char **f, int max)
+{
+	int n = 0;
+	char *p = line;
+
+	while (n < max) {
+		if (*p == '"') {
+			char *w = ++p;
+
+			f[n++] = w;
+			while (*p && !(*p == '"' && end_of_field(p[1])))
+				p++;
+			if (*p)
+				*p++ = '\0';
+		} else {
+			f[n++] = p;
+			while (!end_of_field(*p))
+				p++;
+		}
+		if (*p != ',') {
+			*p = '\0';
+			break;
+		}
+		*p++ = '\0';
+	}
+	return n;
+}
+
+int tool_csv_col(char **hdr, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(hdr[i], name) == 0)
+			return i;
+	return -1;
+}

@@ -1,0 +1,17 @@
+/*
+ * csv_fields.h — splitting one line of a measurement CSV into fields, for
+ * the benchmark and calibration tools (tools/bench_perf.c, tools/fit_perf.c).
+ * Not a general CSV parser: double-quoted fields without embedded quotes or
+ * newlines, which is what the measurement files hold.
+ */
+#ifndef COLLOC_TOOLS_CSV_FIELDS_H
+#define COLLOC_TOOLS_CSV_FIELDS_H
+
+/* Split line in place into at most max fields (pointers into line); a
+ * trailing newline ends the last field. Returns the number of fields. */
+int tool_csv_split(char *line, char **f, int max);
+
+/* Index of the header field called name in hdr[0..n), or -1. */
+int tool_csv_col(char **hdr, int n, const char *name);
+
+#endif
