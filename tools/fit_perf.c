@@ -202,8 +202,9 @@ static struct fit fit_gpu(int gi, int cls, struct row *rows, int n, double eta_m
 	int ne = 0;
 
 	best.sse = INFINITY;
-	for (double eta = 0.10; eta <= 1.0001; eta += 0.01)
-		for (double fx = 0; fx <= FIXED_US_MAX; fx += 0.5) {
+	for (int ie = 10; ie <= 100; ie++)
+		for (int ifx = 0; ifx <= (int)(2 * FIXED_US_MAX); ifx++) {
+			double eta = ie / 100.0, fx = ifx / 2.0;
 			double sse = 0;
 			int cnt = 0;
 

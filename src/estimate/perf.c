@@ -159,7 +159,8 @@ double colloc__gemm_shape_eff(double m, double n, double k, double b, int sm_cou
 		double inten = mt * nt / (mt + nt);
 		double rel = inten >= c->intensity_sat ? 1.0 : inten / c->intensity_sat;
 
-		for (double split = 1; split <= 16; split *= 2) {
+		for (int ls = 0; ls <= 4; ls++) {
+			double split = (double)(1 << ls);
 			double t = tiles(m, n, b, mt, nt) * split;
 			double kk = k / split;
 			double waves, eff;
@@ -692,8 +693,7 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	int n, rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!o->platform)
-		colloc_platform_default(&def);
+	colloc_platform_default(&def);
 	memset(&st, 0, sizeof(st));
 	st.g = g;
 	st.o = o;
