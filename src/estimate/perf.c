@@ -210,6 +210,13 @@ static struct ktime kernel(const struct colloc_platform *p, int cls, int prec, b
 	k.memory_s = tc >= tm ? 0 : tm;
 	k.s = k.fixed_s + k.compute_s + k.memory_s;
 	k.sm_frac = p->sm_count > 0 ? blocks / p->sm_count : 1;
+	/* GEMM tiles hold one block per SM (their shared memory and
+	 * registers), so the last wave leaves SMs idle: the same wave
+	 * quantization as the time rule. Elementwise and row kernels keep
+	 * many small blocks resident per SM and have no such tail. */
+	if ((cls == COLLOC_PERF_GEMM || cls == COLLOC_PERF_BMM) && p->sm_count > 0 &&
+	    blocks > 0)
+		k.sm_frac = blocks / (ceil(blocks / p->sm_count) * p->sm_count);
 	if (k.sm_frac > 1)
 		k.sm_frac = 1;
 	if (k.sm_frac < 0)
