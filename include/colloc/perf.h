@@ -88,8 +88,9 @@ struct colloc_perf_op {
 
 struct colloc_perf {
 	/* One training iteration (forward, backward, optimizer), wall time,
-	 * with its error bar: [step_lo_ms, step_hi_ms] covers 80% of the
-	 * benchmark's measured runs (docs/perf-model.md). */
+	 * with its error bar: [step_lo_ms, step_hi_ms] held 80% of the
+	 * measured transformer runs of the benchmark; CNNs err more
+	 * (docs/perf-model.md). */
 	double step_ms, step_lo_ms, step_hi_ms;
 
 	/* GPU time by phase and by what bounds it (ms, kernel time only). */
