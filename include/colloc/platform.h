@@ -5,7 +5,7 @@
  * GPU: the CUDA context (with lazily loaded kernels) and library workspaces
  * sit beside it. A platform profile records them for one GPU model and one
  * CUDA / cuDNN / PyTorch combination, with where each number came from.
- * Profiles are small JSON files in data/platforms/ (see docs/platforms.md);
+ * Profiles are small JSON files in data/platforms/ (see data/platforms/README.md);
  * users can add their own or calibrate them against measurements.
  */
 #ifndef COLLOC_PLATFORM_H

@@ -710,11 +710,12 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	st.p = o->platform ? o->platform : &def;
 	st.out = out;
 	if (st.p->fp32_tflops <= 0 || st.p->mem_bandwidth_gbs <= 0 || st.p->sm_count <= 0)
-		return colloc_diag_set(diag, COLLOC_EUSAGE,
-				       "platform '%s' has no compute facts (fp32_tflops, "
-				       "mem_bandwidth_gbs, sm_count); add them "
-				       "(docs/platforms.md) or choose another profile",
-				       st.p->name);
+		return colloc_diag_set(
+			diag, COLLOC_EUSAGE,
+			"platform '%s' has no compute facts (fp32_tflops, "
+			"mem_bandwidth_gbs, sm_count); add them "
+			"(data/platforms/README.md) or choose another profile",
+			st.p->name);
 	if (o->precision < 0 || o->precision >= COLLOC_PREC_COUNT_ || o->optimizer < 0 ||
 	    o->optimizer >= COLLOC_OPT_COUNT_ || o->loss < 0 ||
 	    o->loss >= COLLOC_LOSS_COUNT_)
