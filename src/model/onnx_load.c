@@ -872,6 +872,57 @@ static void fill_limits(struct colloc_onnx_limits *out,
 		out->max_depth = DEF_MAX_DEPTH;
 }
 
+/* Files people hand colloc instead of an ONNX graph, told apart by their
+ * first bytes (zip local header "PK\3\4" with torch.save's data.pkl or
+ * TorchScript's constants.pkl / code/ entries; pickle protocol 2-5; the
+ * safetensors 8-byte little-endian header length then '{'; GGUF; HDF5).
+ * Returns what the file is, or NULL. */
+static bool has_bytes(const uint8_t *b, size_t n, const char *s)
+{
+	size_t k = strlen(s);
+
+	for (size_t i = 0; i + k <= n; i++)
+		if (memcmp(b + i, s, k) == 0)
+			return true;
+	return false;
+}
+
+/* b[0..n) is the file's head, t[0..nt) its tail (where a zip's central
+ * directory lists every entry; TorchScript writes its code/ last). */
+static const char *foreign_format(const uint8_t *b, size_t n, const uint8_t *t, size_t nt)
+{
+	if (n >= 4 && memcmp(b, "PK\3\4", 4) == 0) {
+		bool ts = has_bytes(b, n, "constants.pkl") ||
+			  has_bytes(t, nt, "constants.pkl") || has_bytes(t, nt, "/code/");
+		bool ckpt = has_bytes(b, n, "data.pkl") || has_bytes(t, nt, "data.pkl");
+
+		return ts     ? "a TorchScript archive (torch.jit.save)"
+		       : ckpt ? "a PyTorch checkpoint (torch.save)"
+			      : "a zip archive";
+	}
+	if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+		return "a Python pickle (torch.save before PyTorch 1.6, or pickle.dump)";
+	if (n >= 9 && b[8] == '{') {
+		uint64_t h = 0;
+
+		for (int i = 7; i >= 0; i--)
+			h = h << 8 | b[i];
+		if (h >= 2 && h < ((uint64_t)100 << 20))
+			return "a safetensors file (weights only, no graph)";
+	}
+	if (n >= 4 && memcmp(b, "GGUF", 4) == 0)
+		return "a GGUF file (weights only, no training graph)";
+	if (n >= 8 && memcmp(b, "\x89HDF\r\n\x1a\n", 8) == 0)
+		return "an HDF5 file (Keras weights?)";
+	return NULL;
+}
+
+#define EXPORT_HINT                                                                      \
+	"; export the model to ONNX first: torch.onnx.export(model, example_input, "     \
+	"\"model.onnx\", training=torch.onnx.TrainingMode.TRAINING, "                    \
+	"do_constant_folding=False, dynamic_axes={\"input\": {0: \"batch\"}}) (README, " \
+	"\"Exporting your own model\")"
+
 int colloc_onnx_load_buffer(const void *buf, size_t len,
 			    const struct colloc_onnx_limits *limits,
 			    struct colloc_graph **out, struct colloc_diag *diag)
@@ -881,11 +932,18 @@ int colloc_onnx_load_buffer(const void *buf, size_t len,
 	struct colloc_graph *g;
 	Onnx__ModelProto *mp;
 	struct loader L;
+	const char *what;
 	int rc;
 
 	*out = NULL;
 	fill_limits(&L.lim, limits);
 	L.diag = diag;
+	what = foreign_format(buf, len < 65536 ? len : 65536,
+			      (const uint8_t *)buf + (len > 65536 ? len - 65536 : 0),
+			      len < 65536 ? len : 65536);
+	if (what)
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "this is %s, not an ONNX graph" EXPORT_HINT, what);
 	if (len > L.lim.max_file_bytes)
 		return colloc_diag_set(diag, COLLOC_ELIMIT,
 				       "model is %zu bytes, more than the limit of %zu",
@@ -985,7 +1043,21 @@ int colloc_onnx_load_file(const char *path, const struct colloc_onnx_limits *lim
 				       path);
 	}
 	if ((uint64_t)st.st_size > lim.max_file_bytes) {
+		/* a large non-ONNX file deserves its real name, not a size error */
+		static uint8_t head[65536], tail[65536];
+		size_t nh = fread(head, 1, sizeof(head), f), nt = 0;
+		const char *what;
+
+		if (fseek(f, -(long)sizeof(tail), SEEK_END) == 0)
+			nt = fread(tail, 1, sizeof(tail), f);
+		what = foreign_format(head, nh, tail, nt);
+
 		fclose(f);
+		if (what)
+			return colloc_diag_set(
+				diag, COLLOC_EFORMAT,
+				"%s: this is %s, not an ONNX graph" EXPORT_HINT, path,
+				what);
 		return colloc_diag_set(diag, COLLOC_ELIMIT,
 				       "%s: %lld bytes, more than the limit of %zu", path,
 				       (long long)st.st_size, lim.max_file_bytes);

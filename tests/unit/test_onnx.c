@@ -862,6 +862,41 @@ static void test_random_garbage(void **state)
 	assert_true(failed > 2500);
 }
 
+/* Files that are not ONNX graphs but often handed in as models are named,
+ * with the command that would make one; a near miss is not. */
+static void test_foreign_formats(void **state)
+{
+	static const struct {
+		const char *bytes;
+		size_t len;
+		const char *says;
+	} cases[] = {
+		{"PK\3\4\0\0\0\0archive/data.pkl\0\0\0\0", 28, "PyTorch checkpoint"},
+		{"PK\3\4\0\0\0\0m/data/0\0\0m/constants.pkl", 33, "TorchScript"},
+		{"PK\3\4\0\0\0\0readme.txt", 18, "zip archive"},
+		{"\x80\x02}q\0(X\6\0\0\0weight", 18, "pickle"},
+		{"\x10\0\0\0\0\0\0\0{\"w\":{\"dtype\":1}}", 24, "safetensors"},
+		{"GGUF\3\0\0\0", 8, "GGUF"},
+	};
+	struct colloc_diag diag = {{0}};
+	struct colloc_graph *g = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(colloc_onnx_load_buffer(cases[i].bytes, cases[i].len,
+							 NULL, &g, &diag),
+				 COLLOC_EFORMAT);
+		assert_null(g);
+		assert_non_null(strstr(diag.msg, cases[i].says));
+		assert_non_null(strstr(diag.msg, "torch.onnx.export"));
+	}
+	/* a '{' at byte 8 after a huge "header length" is not safetensors */
+	assert_int_not_equal(colloc_onnx_load_buffer("\xff\xff\xff\xff\xff\xff\xff\xff{}",
+						     10, NULL, &g, &diag),
+			     0);
+	assert_null(strstr(diag.msg, "safetensors"));
+}
+
 static void test_load_file(void **state)
 {
 	struct colloc_graph *g = NULL;
@@ -997,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_file_size_limit),
 		cmocka_unit_test(test_random_garbage),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_foreign_formats),
 		cmocka_unit_test(test_param_classification),
 	};
 
