@@ -217,6 +217,17 @@ struct colloc_param_totals {
 void colloc_graph_param_totals(const struct colloc_graph *g,
 			       struct colloc_param_totals *out);
 
+/*
+ * Refuse a graph whose convolutions or matmuls read their weights from
+ * exporter-made constants (an export that folded BatchNorm into Conv, or
+ * constant-folded nn.Linear weights): its trainable parameters are lost,
+ * so any training estimate would be silently wrong. Returns 0, or
+ * COLLOC_EUNSUPPORTED with the node, the tensor and the re-export command
+ * in diag.
+ */
+struct colloc_diag;
+int colloc_graph_check_params(const struct colloc_graph *g, struct colloc_diag *diag);
+
 /* Write "node 17 (/layer1/Conv, Conv)" into buf; returns buf. */
 const char *colloc_node_describe(const struct colloc_graph *g, int node, char *buf,
 				 size_t len);

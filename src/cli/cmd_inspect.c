@@ -302,6 +302,10 @@ int cmd_inspect(int argc, char **argv)
 	}
 	colloc_graph_param_totals(g, &pt);
 	colloc_graph_cost(g, &ct);
+	/* inspect still describes such a graph; estimate refuses it */
+	if (colloc_graph_check_params(g, &diag))
+		fprintf(stderr, "colloc: warning: %s: parameter counts are wrong: %s\n",
+			argv[optind], diag.msg);
 	{
 		int64_t batch = bind.batch;
 

@@ -111,6 +111,8 @@ int colloc_estimate_run(const struct colloc_graph *g,
 		colloc_platform_default(&def);
 		plat = &def;
 	}
+	if ((rc = colloc_graph_check_params(g, diag)))
+		return rc;
 	tops = calloc((size_t)g->n_nodes + 1, sizeof(*tops));
 	if (!tops)
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");

@@ -728,6 +728,8 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 				"graph is not inferred (tensor '%s' has no "
 				"shape)",
 				g->tensors[t].name);
+	if ((rc = colloc_graph_check_params(g, diag)))
+		return rc;
 	/* An uncosted graph has matmuls of 0 FLOPs: refuse rather than
 	 * predict a step of nothing. */
 	for (int k = 0; k < g->n_nodes; k++) {

@@ -862,6 +862,41 @@ static void test_random_garbage(void **state)
 	assert_true(failed > 2500);
 }
 
+/* A Conv whose weight is an exporter-made constant (BatchNorm folded into
+ * it by an eval-mode export) is refused with the re-export command; the
+ * same graph with the module's own weight name passes. */
+static struct colloc_graph *conv_with_weight(const char *wname)
+{
+	struct ob_model *m = ob_model_create(14);
+	Onnx__GraphProto *gp = ob_model_graph(m);
+	Onnx__TensorProto *w = ob_tensor(m, wname, 1, "4,3,3,3");
+	char ins[96];
+
+	ob_tensor_external(m, w, "weights");
+	ob_init(m, gp, w);
+	ob_input(m, gp, "x", 1, "batch,3,8,8");
+	snprintf(ins, sizeof(ins), "x,%s", wname);
+	ob_node(m, gp, "Conv", "/conv1/Conv", ins, "y");
+	ob_output(m, gp, "y", 1, "batch,4,6,6");
+	return load_ok(m);
+}
+
+static void test_folded_params_refused(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct colloc_graph *g;
+
+	(void)state;
+	g = conv_with_weight("onnx::Conv_193");
+	assert_int_equal(colloc_graph_check_params(g, &diag), COLLOC_EUNSUPPORTED);
+	assert_non_null(strstr(diag.msg, "onnx::Conv_193"));
+	assert_non_null(strstr(diag.msg, "do_constant_folding=False"));
+	colloc_graph_destroy(g);
+	g = conv_with_weight("conv1.weight");
+	assert_int_equal(colloc_graph_check_params(g, &diag), 0);
+	colloc_graph_destroy(g);
+}
+
 /* Files that are not ONNX graphs but often handed in as models are named,
  * with the command that would make one; a near miss is not. */
 static void test_foreign_formats(void **state)
@@ -1033,6 +1068,7 @@ int main(void)
 		cmocka_unit_test(test_random_garbage),
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_foreign_formats),
+		cmocka_unit_test(test_folded_params_refused),
 		cmocka_unit_test(test_param_classification),
 	};
 
