@@ -53,4 +53,9 @@ int colloc_graph_infer(struct colloc_graph *g, const struct colloc_bind_opts *op
  */
 size_t colloc_graph_symbols(const struct colloc_graph *g, const char **names, size_t cap);
 
+/* The batch a graph was exported at when no input has a symbolic leading
+ * dimension (the first input's leading dim), else 0. Binding that same
+ * batch is accepted; any other is an error naming it. */
+int64_t colloc_graph_fixed_batch(const struct colloc_graph *g);
+
 #endif

@@ -501,12 +501,28 @@ int cmd_estimate(int argc, char **argv)
 			  "GPU size)");
 		return CLI_USAGE;
 	}
-	if (!a.max_batch && !a.dims.batch) {
-		cli_error("estimate: --batch N is required (or --max-batch)");
-		return CLI_USAGE;
-	}
 	if ((rc = cli_model_load(argv[optind], &g)))
 		return rc;
+	if (!a.max_batch && !a.dims.batch) {
+		/* a graph exported without a dynamic batch axis is estimated at
+		 * the batch it was exported at */
+		a.dims.batch = colloc_graph_fixed_batch(g);
+		if (!a.dims.batch) {
+			colloc_graph_destroy(g);
+			cli_error("estimate: --batch N is required (or --max-batch)");
+			return CLI_USAGE;
+		}
+	}
+	if (a.max_batch && colloc_graph_fixed_batch(g)) {
+		cli_error(
+			"estimate: %s was exported at a fixed batch of %lld: --max-batch "
+			"needs "
+			"a graph with a dynamic batch axis (dynamic_axes={\"input\": {0: "
+			"\"batch\"}})",
+			argv[optind], (long long)colloc_graph_fixed_batch(g));
+		colloc_graph_destroy(g);
+		return CLI_USAGE;
+	}
 	if (a.max_batch) {
 		/* Peak memory grows with the batch: double, then bisect. */
 		int64_t lo = 0, hi = 1;

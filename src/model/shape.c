@@ -96,11 +96,16 @@ static int bind_inputs(struct colloc_graph *g, const struct colloc_bind_opts *o,
 			if (t->decl_rank > 0 && t->decl[0].value < 0)
 				any = true;
 		}
-		if (!any && g->n_inputs > 0)
+		if (!any && g->n_inputs > 0 && o->batch != colloc_graph_fixed_batch(g))
 			return colloc_diag_set(diag, COLLOC_EUSAGE,
-					       "the model has a fixed batch size "
-					       "(no input has a symbolic leading "
-					       "dimension); drop --batch");
+					       "the graph was exported at a fixed batch "
+					       "of %lld (no input has a "
+					       "symbolic leading dimension): estimate it "
+					       "at that batch, or "
+					       "re-export with dynamic_axes={\"input\": "
+					       "{0: \"batch\"}} to choose "
+					       "another",
+					       (long long)colloc_graph_fixed_batch(g));
 	}
 	for (int i = 0; i < g->n_inputs; i++) {
 		struct colloc_tensor *t = &g->tensors[g->inputs[i]];
@@ -206,4 +211,21 @@ int colloc_graph_infer(struct colloc_graph *g, const struct colloc_bind_opts *op
 						       c.where, o);
 	}
 	return 0;
+}
+
+int64_t colloc_graph_fixed_batch(const struct colloc_graph *g)
+{
+	int64_t b = 0;
+
+	for (int i = 0; i < g->n_inputs; i++) {
+		const struct colloc_tensor *t = &g->tensors[g->inputs[i]];
+
+		if (t->decl_rank <= 0)
+			continue;
+		if (t->decl[0].value < 0)
+			return 0;
+		if (b == 0)
+			b = t->decl[0].value;
+	}
+	return b;
 }

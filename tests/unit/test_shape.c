@@ -924,8 +924,13 @@ static void test_unknown_binding(void **state)
 		ob_node(m, gp, "Relu", NULL, "x", "y");
 		g = load(m);
 		assert_int_equal(infer(g, 4, 0, NULL, &diag), COLLOC_EUSAGE);
-		assert_contains(diag.msg, "fixed batch size");
+		assert_contains(diag.msg, "fixed batch of 1");
+		assert_contains(diag.msg, "dynamic_axes");
+		assert_int_equal(colloc_graph_fixed_batch(g), 1);
 		assert_int_equal(infer(g, 0, 0, NULL, &diag), 0);
+		expect_shape(g, "y", 1, 3);
+		/* the batch it was exported at is accepted */
+		assert_int_equal(infer(g, 1, 0, NULL, &diag), 0);
 		expect_shape(g, "y", 1, 3);
 		colloc_graph_destroy(g);
 	}
