@@ -111,23 +111,6 @@ static int predict_file(const char *path, int64_t batch, int64_t seq,
 	return rc;
 }
 
-static FILE *open_csv(const char *rel, char *hline, char **hdr, int *nh)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s", rel);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	if (!fgets(hline, LINE_MAX_BYTES, f)) {
-		fclose(f);
-		return NULL;
-	}
-	*nh = tool_csv_split(hline, hdr, MAX_FIELDS);
-	return f;
-}
-
 /* --- 1. NeuSight ------------------------------------------------------ */
 
 static const char *neusight_platform(const char *device)
@@ -150,7 +133,7 @@ static void bench_neusight(void)
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/measurements/perf/train_e2e_dev.csv", data_dir);
-	fp = open_csv(path, hline, hdr, &nh);
+	fp = tool_csv_open(path, hline, LINE_MAX_BYTES, hdr, MAX_FIELDS, &nh);
 	if (!fp) {
 		printf("1. NeuSight: %s not found; skipped\n\n", path);
 		return;
@@ -235,7 +218,7 @@ static void bench_pollux(const char *platform)
 
 	snprintf(path, sizeof(path), "%s/measurements/perf/single_gpu_step_time.csv",
 		 data_dir);
-	fp = open_csv(path, hline, hdr, &nh);
+	fp = tool_csv_open(path, hline, LINE_MAX_BYTES, hdr, MAX_FIELDS, &nh);
 	if (!fp) {
 		printf("2. Pollux: %s not found; skipped\n\n", path);
 		return;
@@ -490,7 +473,7 @@ static void bench_gpumemnet(const char *platform)
 
 	snprintf(path, sizeof(path), "%s/perf/gpumemnet-mlp/mlp_data_step1.csv",
 		 shared_dir);
-	fp = open_csv(path, hline, hdr, &nh);
+	fp = tool_csv_open(path, hline, LINE_MAX_BYTES, hdr, MAX_FIELDS, &nh);
 	if (!fp) {
 		printf("4. GPUMemNet MLPs: %s not found (it is not in the repository: no "
 		       "licence); skipped\n\n",
@@ -539,8 +522,8 @@ static void bench_gpumemnet(const char *platform)
 		o.loss = COLLOC_LOSS_CROSS_ENTROPY;
 		o.input_on_host = true;
 		o.dataloader_ms = loader_ms(o.batch, in_dim) * host_scale;
-		o.host_op_us = 14.0 * host_scale; /* perf.c's defaults, scaled */
-		o.host_bwd_op_us = 9.0 * host_scale;
+		o.host_op_us = COLLOC_PERF_HOST_OP_US_DEFAULT * host_scale;
+		o.host_bwd_op_us = COLLOC_PERF_HOST_BWD_OP_US_DEFAULT * host_scale;
 		if (colloc_perf_predict(g, &o, &p, &diag) == 0) {
 			pu[n] = 100 * p.gpu_util;
 			ps[n] = 100 * p.sm_activity;

@@ -45,3 +45,18 @@ int tool_csv_col(char **hdr, int n, const char *name)
 			return i;
 	return -1;
 }
+
+FILE *tool_csv_open(const char *path, char *hline, int hline_len, char **hdr, int max,
+		    int *nh)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return NULL;
+	if (!fgets(hline, hline_len, f)) {
+		fclose(f);
+		return NULL;
+	}
+	*nh = tool_csv_split(hline, hdr, max);
+	return f;
+}

@@ -95,16 +95,11 @@ static int read_class(const char *dir, const char *file, int cls, struct row *ro
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/perf/neusight/kernels/%s", dir, file);
-	fp = fopen(path, "r");
+	fp = tool_csv_open(path, hline, sizeof(hline), hdr, MAX_FIELDS, &nh);
 	if (!fp) {
-		fprintf(stderr, "fit_perf: cannot open %s\n", path);
+		fprintf(stderr, "fit_perf: cannot read %s\n", path);
 		return -1;
 	}
-	if (!fgets(hline, sizeof(hline), fp)) {
-		fclose(fp);
-		return -1;
-	}
-	nh = tool_csv_split(hline, hdr, MAX_FIELDS);
 	cdev = tool_csv_col(hdr, nh, "Device");
 	clat = tool_csv_col(hdr, nh, "Latency");
 	cop = tool_csv_col(hdr, nh, "OPName");

@@ -56,6 +56,11 @@ enum colloc_perf_phase {
 	COLLOC_PERF_PHASE_COUNT_
 };
 
+/* Host costs used when colloc_perf_opts leaves them < 0: measured by
+ * tools/measure_host_overhead.py plus the CUDA launch (docs/perf-model.md). */
+#define COLLOC_PERF_HOST_OP_US_DEFAULT 14.0
+#define COLLOC_PERF_HOST_BWD_OP_US_DEFAULT 9.0
+
 struct colloc_perf_opts {
 	int precision; /* enum colloc_precision (colloc/estimate.h) */
 	int optimizer; /* enum colloc_optimizer */

@@ -458,7 +458,10 @@ int cmd_estimate(int argc, char **argv)
 				return CLI_USAGE;
 			}
 			if (c == 'H') /* the engine's share scales alike */
-				a.perf.host_bwd_op_us = a.perf.host_op_us * 9.0 / 14.0;
+				a.perf.host_bwd_op_us =
+					a.perf.host_op_us *
+					COLLOC_PERF_HOST_BWD_OP_US_DEFAULT /
+					COLLOC_PERF_HOST_OP_US_DEFAULT;
 			break;
 		case 'G':
 			a.perf.input_on_host = false;

@@ -62,11 +62,6 @@ static const struct colloc_platform_eff default_eff[COLLOC_PERF_CLASS_COUNT_] = 
  * measured for this project yet. */
 #define TENSOR_CORE_REL 0.86
 
-/* Host costs when the caller gives none: measured on this project's CPU
- * with tools/measure_host_overhead.py (docs/perf-model.md) plus the CUDA
- * launch itself. */
-#define HOST_OP_US_DEFAULT 14.0
-#define HOST_BWD_OP_US_DEFAULT 9.0
 /* Python-level work per parameter tensor in a foreach optimizer step
  * (state steps, bias-correction lists; torch/optim/adam.py). */
 #define HOST_OPT_TENSOR_US 1.5
@@ -289,6 +284,7 @@ struct step {
 	double busy_s, sm_s;
 	double host_op_s, host_bwd_s;
 	double *node_s; /* GPU time per graph node */
+	signed char *node_cls; /* class of each node's first kernel, -1 if none */
 	double act_scale; /* bytes per element relative to fp32 */
 };
 
@@ -309,8 +305,11 @@ static void issue(struct step *st, int node, int phase, int cls, bool conv, doub
 	st->out->compute_bound_ms += k.compute_s * 1e3;
 	st->out->memory_bound_ms += k.memory_s * 1e3;
 	st->out->kernels++;
-	if (node >= 0)
+	if (node >= 0) {
 		st->node_s[node] += k.s;
+		if (st->node_cls[node] < 0)
+			st->node_cls[node] = (signed char)cls;
+	}
 }
 
 /* An elementwise-like kernel over `elems` output elements moving `bytes`. */
@@ -675,7 +674,6 @@ static void top_ops(struct step *st, struct colloc_perf *out)
 				     sizeof(out->top[pos].what));
 		out->top[pos].gpu_ms = st->node_s[k] * 1e3;
 		out->top[pos].share = st->node_s[k] / total;
-		out->top[pos].cls = -1;
 	}
 }
 
@@ -751,17 +749,21 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 				       o->precision == COLLOC_PREC_AMP_BF16
 			       ? 0.5
 			       : 1.0;
-	st.host_op_s = (o->host_op_us >= 0 ? o->host_op_us : HOST_OP_US_DEFAULT) * 1e-6;
-	st.host_bwd_s =
-		(o->host_bwd_op_us >= 0 ? o->host_bwd_op_us : HOST_BWD_OP_US_DEFAULT) *
+	st.host_op_s =
+		(o->host_op_us >= 0 ? o->host_op_us : COLLOC_PERF_HOST_OP_US_DEFAULT) *
 		1e-6;
+	st.host_bwd_s = (o->host_bwd_op_us >= 0 ? o->host_bwd_op_us
+						: COLLOC_PERF_HOST_BWD_OP_US_DEFAULT) *
+			1e-6;
 	tops = calloc((size_t)g->n_nodes + 1, sizeof(*tops));
 	req = calloc((size_t)g->n_tensors + 1, sizeof(*req));
 	st.node_s = calloc((size_t)g->n_nodes + 1, sizeof(*st.node_s));
-	if (!tops || !req || !st.node_s) {
+	st.node_cls = malloc((size_t)g->n_nodes + 1);
+	if (!tops || !req || !st.node_s || !st.node_cls) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
 	}
+	memset(st.node_cls, -1, (size_t)g->n_nodes + 1);
 	n = colloc__train_ops(g, o->precision, tops, diag);
 	if (n < 0) {
 		rc = n;
@@ -826,20 +828,12 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	out->throughput_samples_per_s =
 		out->step_ms > 0 ? batch / (out->step_ms * 1e-3) : 0;
 	top_ops(&st, out);
-	for (int i = 0; i < out->n_top; i++) {
-		const struct colloc__top *tp = &tops[out->top[i].node];
-
-		out->top[i].cls = tp->kind == OPK_CONV || tp->kind == OPK_LINEAR
-					  ? COLLOC_PERF_GEMM
-				  : tp->kind == OPK_MATMUL  ? COLLOC_PERF_BMM
-				  : tp->kind == OPK_SOFTMAX ? COLLOC_PERF_SOFTMAX
-				  : tp->kind == OPK_BATCHNORM || tp->kind == OPK_LAYERNORM
-					  ? COLLOC_PERF_NORM
-					  : COLLOC_PERF_ELEM;
-	}
+	for (int i = 0; i < out->n_top; i++)
+		out->top[i].cls = st.node_cls[out->top[i].node];
 out:
 	free(tops);
 	free(req);
 	free(st.node_s);
+	free(st.node_cls);
 	return rc;
 }
