@@ -284,7 +284,7 @@ struct step {
 	double busy_s, sm_s;
 	double host_op_s, host_bwd_s;
 	double *node_s; /* GPU time per graph node */
-	signed char *node_cls; /* class of each node's first kernel, -1 if none */
+	int *node_cls; /* class of each node's first kernel, -1 if none */
 	double act_scale; /* bytes per element relative to fp32 */
 };
 
@@ -308,7 +308,7 @@ static void issue(struct step *st, int node, int phase, int cls, bool conv, doub
 	if (node >= 0) {
 		st->node_s[node] += k.s;
 		if (st->node_cls[node] < 0)
-			st->node_cls[node] = (signed char)cls;
+			st->node_cls[node] = cls;
 	}
 }
 
@@ -758,12 +758,13 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	tops = calloc((size_t)g->n_nodes + 1, sizeof(*tops));
 	req = calloc((size_t)g->n_tensors + 1, sizeof(*req));
 	st.node_s = calloc((size_t)g->n_nodes + 1, sizeof(*st.node_s));
-	st.node_cls = malloc((size_t)g->n_nodes + 1);
+	st.node_cls = malloc(((size_t)g->n_nodes + 1) * sizeof(*st.node_cls));
 	if (!tops || !req || !st.node_s || !st.node_cls) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
 	}
-	memset(st.node_cls, -1, (size_t)g->n_nodes + 1);
+	for (int k = 0; k <= g->n_nodes; k++)
+		st.node_cls[k] = -1;
 	n = colloc__train_ops(g, o->precision, tops, diag);
 	if (n < 0) {
 		rc = n;
