@@ -11,6 +11,8 @@
 #include "colloc/estimate.h"
 #include "colloc/graph.h"
 
+struct colloc__op;
+
 /* How a node's first output relates to storage in the forward pass. */
 enum colloc__fwd {
 	FWD_NEW = 0, /* a new contiguous tensor */
@@ -30,6 +32,7 @@ enum {
 /* A node as PyTorch runs it, after pattern recognition. */
 struct colloc__top {
 	int node; /* representative graph node (the pattern's last) */
+	const struct colloc__op *op; /* the node's op table row (NULL: none) */
 	int kind; /* enum colloc__op_kind */
 	enum colloc__fwd fwd;
 	int in[3]; /* graph tensors read (after fusion), -1 if none */

@@ -22,6 +22,7 @@
 #include "colloc/estimate.h"
 #include "estimate/estimate_int.h"
 #include "estimate/perf_int.h"
+#include "model/ops.h"
 
 static const char *const class_names[COLLOC_PERF_CLASS_COUNT_] = {"gemm", "bmm", "elem",
 								  "softmax", "norm"};
@@ -736,9 +737,11 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 		const struct colloc_node *nd = &g->nodes[k];
 		int y = nd->n_outputs > 0 ? nd->outputs[0] : -1;
 
-		if ((strcmp(nd->op_type, "MatMul") == 0 ||
-		     strcmp(nd->op_type, "Gemm") == 0 ||
-		     strcmp(nd->op_type, "Conv") == 0) &&
+		const struct colloc__op *op = colloc__node_op(nd);
+
+		if (op &&
+		    (op->cost == COLLOC__COST_MATMUL || op->cost == COLLOC__COST_GEMM ||
+		     op->cost == COLLOC__COST_CONV) &&
 		    nd->flops == 0 && y >= 0 && colloc_tensor_numel(&g->tensors[y]) > 0)
 			return colloc_diag_set(
 				diag, COLLOC_EUSAGE,

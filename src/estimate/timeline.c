@@ -28,6 +28,7 @@
 
 #include "estimate/estimate_int.h"
 #include "estimate/timeline.h"
+#include "model/ops.h"
 
 struct stor {
 	uint64_t bytes;
@@ -337,17 +338,13 @@ enum { AMP_FOLLOW = 0, AMP_LOW, AMP_FP32 };
 
 static int amp_class(const struct tl *t, const struct colloc__top *tp)
 {
-	static const char *const fp32_ops[] = {
-		"Exp", "Log", "Pow", "Reciprocal", "Softplus", "ReduceSum", NULL};
-	const char *op = t->g->nodes[tp->node].op_type;
-
+	(void)t;
 	if (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR || tp->kind == OPK_MATMUL)
 		return AMP_LOW;
 	if (tp->kind == OPK_SOFTMAX || tp->kind == OPK_LAYERNORM)
 		return AMP_FP32;
-	for (int k = 0; fp32_ops[k]; k++)
-		if (strcmp(op, fp32_ops[k]) == 0)
-			return AMP_FP32;
+	if (tp->op && tp->op->amp == COLLOC__AMP_FP32)
+		return AMP_FP32;
 	return AMP_FOLLOW;
 }
 
@@ -455,7 +452,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 			t->st[t->cublas].refs = 1;
 	}
 	if (tp->kind == OPK_MATMUL ||
-	    (tp->kind == OPK_LINEAR && strcmp(n->op_type, "MatMul") == 0)) {
+	    (tp->kind == OPK_LINEAR && tp->op && tp->op->train == COLLOC__TR_MATMUL)) {
 		for (int k = 0; k < 2; k++)
 			if (tp->in[k] >= 0 && colloc__param_source(g, tp->in[k]) < 0 &&
 			    casts[k] < 0) {
@@ -492,7 +489,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 				alias(t, out, s_in0);
 				break;
 			}
-			if (strcmp(n->op_type, "Transpose") == 0) {
+			if (tp->op && tp->op->view == COLLOC__VIEW_TRANSPOSE) {
 				const struct colloc_attr *p = colloc_node_attr(n, "perm");
 				const struct colloc_tensor *x = T(t, tp->in[0]);
 
@@ -510,7 +507,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 				alias(t, out, s_in0);
 				break;
 			}
-			if (strcmp(n->op_type, "Expand") == 0) {
+			if (tp->op && tp->op->view == COLLOC__VIEW_EXPAND) {
 				const struct colloc_tensor *x = T(t, tp->in[0]);
 				int off = y->rank - x->rank;
 
@@ -523,9 +520,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 				alias(t, out, s_in0);
 				break;
 			}
-			if (strcmp(n->op_type, "Gather") == 0 ||
-			    strcmp(n->op_type, "Dropout") == 0 ||
-			    strcmp(n->op_type, "Identity") == 0) {
+			if (tp->op && tp->op->view == COLLOC__VIEW_SELECT) {
 				/* select(): drop the gathered axis' stride */
 				const struct colloc_tensor *x = T(t, tp->in[0]);
 				int axis = (int)colloc_node_attr_int(n, "axis", 0), j = 0;
@@ -533,7 +528,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 				if (axis < 0)
 					axis += x->rank;
 				for (int d = 0; d < x->rank && j < COLLOC_MAX_RANK; d++)
-					if (strcmp(n->op_type, "Gather") != 0 ||
+					if (tp->op->train != COLLOC__TR_GATHER ||
 					    d != axis)
 						t->strides[out][j++] =
 							t->strides[tp->in[0]][d];

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "estimate/estimate_int.h"
+#include "model/ops.h"
 
 static bool op_is(const struct colloc_node *n, const char *op)
 {
@@ -262,10 +263,19 @@ static uint64_t numel_of(const struct colloc_graph *g, int t)
 	return x ? colloc_tensor_numel(x) : 0;
 }
 
-/* Classify one node that no pattern absorbed. */
+/* The training rule of node n (COPY for nodes without a row). */
+static int train_rule(const struct colloc_node *n)
+{
+	const struct colloc__op *op = colloc__node_op(n);
+
+	return op ? op->train : COLLOC__TR_COPY;
+}
+
+/* Classify one node that no pattern absorbed, by its op table row. */
 static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp)
 {
 	const struct colloc_node *n = &g->nodes[k];
+	const struct colloc__op *op = colloc__node_op(n);
 	const struct colloc_tensor *y = tens(g, out_of(n, 0));
 	int a = in_of(n, 0), b = in_of(n, 1);
 
@@ -276,24 +286,28 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 	tp->out = out_of(n, 0);
 	tp->fwd = FWD_NEW;
 	tp->kind = OPK_COPY;
+	tp->op = op;
 
 	/* Shape arithmetic and masks: integer or bool results, or values the
 	 * exporter computed from constants. PyTorch does these on the host or
 	 * on tiny tensors. */
-	if (!y || !colloc_dtype_is_float(y->dtype) || y->value || op_is(n, "Constant") ||
-	    op_is(n, "Shape") || op_is(n, "ConstantOfShape") || op_is(n, "Range")) {
+	if (!op || !y || !colloc_dtype_is_float(y->dtype) || y->value ||
+	    op->train == COLLOC__TR_HOST) {
 		tp->fwd = FWD_SKIP;
 		tp->kind = OPK_OTHER;
 		return;
 	}
-	if (op_is(n, "Conv") || op_is(n, "ConvTranspose")) {
+	switch (op->train) {
+	case COLLOC__TR_CONV:
 		tp->kind = OPK_CONV;
 		tp->save = SAVE_IN0;
-	} else if (op_is(n, "Gemm")) {
+		break;
+	case COLLOC__TR_GEMM:
 		tp->kind = OPK_LINEAR;
 		tp->save = SAVE_IN0;
 		tp->matmul = true;
-	} else if (op_is(n, "MatMul")) {
+		break;
+	case COLLOC__TR_MATMUL: {
 		bool pa = colloc__param_source(g, a) >= 0,
 		     pb = colloc__param_source(g, b) >= 0;
 
@@ -305,13 +319,18 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 			tp->kind = OPK_MATMUL;
 			tp->save = SAVE_IN0 | SAVE_IN1;
 		}
-	} else if (op_is(n, "Einsum") && n->n_inputs == 2) {
+		break;
+	}
+	case COLLOC__TR_EINSUM:
 		/* einsum permutes and reshapes its operands into a bmm, which
 		 * saves both (as MatMul). */
-		tp->kind = OPK_MATMUL;
-		tp->save = SAVE_IN0 | SAVE_IN1;
-		tp->matmul = true;
-	} else if (op_is(n, "BatchNormalization")) {
+		if (n->n_inputs == 2) {
+			tp->kind = OPK_MATMUL;
+			tp->save = SAVE_IN0 | SAVE_IN1;
+			tp->matmul = true;
+		}
+		break;
+	case COLLOC__TR_BATCHNORM: {
 		uint64_t c = numel_of(g, in_of(n, 1));
 		const struct colloc_tensor *s = tens(g, in_of(n, 1));
 		size_t sz = s ? colloc_dtype_size(s->dtype) : 4;
@@ -323,7 +342,9 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->extra_saved[0] = c * sz;
 		tp->extra_saved[1] = c * sz;
 		tp->n_extra = 2;
-	} else if (op_is(n, "LayerNormalization")) {
+		break;
+	}
+	case COLLOC__TR_LAYERNORM: {
 		uint64_t rows = numel_of(g, a);
 		const struct colloc_tensor *x = tens(g, a);
 		int axis = (int)colloc_node_attr_int(n, "axis", -1);
@@ -341,7 +362,9 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->extra_saved[0] = rows * 4;
 		tp->extra_saved[1] = rows * 4;
 		tp->n_extra = 2;
-	} else if (op_is(n, "Relu") || op_is(n, "LeakyRelu")) {
+		break;
+	}
+	case COLLOC__TR_ACT_INPLACE:
 		/* ReLU(inplace=True) is how torchvision writes these; the
 		 * in-place and out-of-place versions both leave one storage
 		 * saved (the result, or the input nobody else keeps).
@@ -352,57 +375,59 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->fwd = FWD_INPLACE;
 		tp->save = SAVE_OUT0;
 		tp->n_in = 1;
-	} else if (op_is(n, "Sigmoid") || op_is(n, "Tanh") || op_is(n, "Exp") ||
-		   op_is(n, "Sqrt") || op_is(n, "Reciprocal") || op_is(n, "Softmax") ||
-		   op_is(n, "LogSoftmax")) {
-		tp->kind = op_is(n, "Softmax") || op_is(n, "LogSoftmax") ? OPK_SOFTMAX
-									 : OPK_ACT_RESULT;
+		break;
+	case COLLOC__TR_ACT_RESULT:
+	case COLLOC__TR_SOFTMAX:
+		tp->kind = op->train == COLLOC__TR_SOFTMAX ? OPK_SOFTMAX : OPK_ACT_RESULT;
 		tp->save = SAVE_OUT0;
 		tp->n_in = 1;
-	} else if (op_is(n, "Clip") || op_is(n, "Erf") || op_is(n, "Log") ||
-		   op_is(n, "Abs") || op_is(n, "HardSwish") || op_is(n, "HardSigmoid") ||
-		   op_is(n, "Gelu") || op_is(n, "Softplus") || op_is(n, "Elu") ||
-		   op_is(n, "Selu") || op_is(n, "Mish") || op_is(n, "Sin") ||
-		   op_is(n, "Cos")) {
+		break;
+	case COLLOC__TR_ACT_INPUT:
 		tp->kind = OPK_ACT_INPUT;
 		tp->save = SAVE_IN0;
 		tp->n_in = 1;
-	} else if (op_is(n, "Pow")) {
+		break;
+	case COLLOC__TR_POW:
 		tp->kind = OPK_ACT_INPUT;
 		tp->save = SAVE_IN0 | (is_const(g, b) ? 0 : SAVE_IN1);
-	} else if (op_is(n, "MaxPool")) {
+		break;
+	case COLLOC__TR_POOL_MAX:
 		tp->kind = OPK_POOL_MAX;
 		tp->save = SAVE_IN0;
 		tp->n_in = 1;
 		/* indices, int64, one per output element */
 		tp->extra_saved[0] = numel_of(g, out_of(n, 0)) * 8;
 		tp->n_extra = 1;
-	} else if (op_is(n, "AveragePool") || op_is(n, "GlobalAveragePool")) {
+		break;
+	case COLLOC__TR_POOL_AVG:
 		tp->kind = OPK_POOL_AVG;
 		tp->save = SAVE_IN0;
 		tp->n_in = 1;
 		/* avg_pool2d(padding=p) is exported as Pad + AveragePool; in
 		 * PyTorch it is one op that saves the unpadded input. */
 		if (a >= 0 && g->tensors[a].producer >= 0 &&
-		    op_is(&g->nodes[g->tensors[a].producer], "Pad") &&
+		    train_rule(&g->nodes[g->tensors[a].producer]) == COLLOC__TR_PAD &&
 		    g->tensors[a].consumers == 1)
 			tp->in[0] = in_of(&g->nodes[g->tensors[a].producer], 0);
-	} else if (op_is(n, "GlobalMaxPool") || op_is(n, "ReduceMax") ||
-		   op_is(n, "ReduceMin")) {
+		break;
+	case COLLOC__TR_REDUCE_EXTREMUM:
 		tp->kind = OPK_REDUCE;
 		tp->save = SAVE_IN0 | SAVE_OUT0;
 		tp->n_in = 1;
-	} else if (op_is(n, "ReduceMean")) {
+		break;
+	case COLLOC__TR_REDUCE_MEAN:
 		/* mean.dim's backward formula takes self.numel(), for which
 		 * autograd (1.13) keeps the whole input: measured on the CPU
 		 * reference (T5's RMS norm). */
 		tp->kind = OPK_REDUCE;
 		tp->save = SAVE_IN0;
 		tp->n_in = 1;
-	} else if (op_is(n, "ReduceSum")) {
+		break;
+	case COLLOC__TR_REDUCE_SUM:
 		tp->kind = OPK_REDUCE;
 		tp->n_in = 1;
-	} else if (op_is(n, "Dropout")) {
+		break;
+	case COLLOC__TR_DROPOUT: {
 		const struct colloc_tensor *tm = tens(g, in_of(n, 2));
 		const struct colloc_tensor *ratio = tens(g, in_of(n, 1));
 		bool training = tm && tm->value && tm->value->n == 1 &&
@@ -423,10 +448,12 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 			tp->extra_saved[0] = numel_of(g, a);
 			tp->n_extra = 1;
 		}
-	} else if (op_is(n, "Add") || op_is(n, "Sub") || op_is(n, "Neg") ||
-		   op_is(n, "Sum")) {
+		break;
+	}
+	case COLLOC__TR_ADD:
 		tp->kind = OPK_ADD;
-	} else if (op_is(n, "Mul")) {
+		break;
+	case COLLOC__TR_MUL:
 		tp->kind = OPK_MUL;
 		/* mul saves other for self's grad and self for other's grad;
 		 * constants are Python scalars or buffers, never saved. */
@@ -436,12 +463,14 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 			tp->save &= ~(unsigned)SAVE_IN0;
 		if (is_const(g, b))
 			tp->save &= ~(unsigned)SAVE_IN1;
-	} else if (op_is(n, "Div")) {
+		break;
+	case COLLOC__TR_DIV:
 		tp->kind = OPK_DIV;
 		/* div saves other for self's grad; self and other for other's */
 		if (!is_const(g, b))
 			tp->save = SAVE_IN1 | (is_const(g, a) ? 0 : SAVE_IN0);
-	} else if (op_is(n, "Gather")) {
+		break;
+	case COLLOC__TR_GATHER: {
 		const struct colloc_tensor *idx = tens(g, b);
 
 		if (colloc__param_source(g, a) >= 0) {
@@ -454,31 +483,31 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 			tp->kind = OPK_COPY; /* index_select saves the indices */
 			tp->save = SAVE_IN1;
 		}
-	} else if (op_is(n, "Concat")) {
+		break;
+	}
+	case COLLOC__TR_CONCAT:
 		tp->kind = OPK_CONCAT;
 		tp->n_in = 0; /* handled by the timeline from the node */
-	} else if (op_is(n, "Split")) {
-		tp->kind = OPK_SPLIT;
+		break;
+	case COLLOC__TR_SPLIT:
+	case COLLOC__TR_SLICE:
+	case COLLOC__TR_VIEW:
+		tp->kind = op->train == COLLOC__TR_SPLIT   ? OPK_SPLIT
+			   : op->train == COLLOC__TR_SLICE ? OPK_SLICE
+							   : OPK_VIEW;
 		tp->fwd = FWD_VIEW;
+		tp->grad_view = op->grad_view;
 		tp->n_in = 1;
-	} else if (op_is(n, "Slice")) {
-		tp->kind = OPK_SLICE;
-		tp->fwd = FWD_VIEW;
-		tp->n_in = 1;
-	} else if (op_is(n, "Reshape") || op_is(n, "Flatten") || op_is(n, "Squeeze") ||
-		   op_is(n, "Unsqueeze") || op_is(n, "Transpose") ||
-		   op_is(n, "Identity") || op_is(n, "Expand")) {
-		tp->kind = OPK_VIEW;
-		tp->fwd = FWD_VIEW;
-		tp->grad_view = !op_is(n, "Expand");
-		tp->n_in = 1;
-	} else if (op_is(n, "Where")) {
+		break;
+	case COLLOC__TR_WHERE:
 		tp->kind = OPK_COPY;
 		tp->save = SAVE_IN0; /* the condition */
-	} else {
+		break;
+	default:
 		/* Cast, Pad, Tile, Resize, Trilu, CumSum ...: a new tensor,
 		 * nothing of size saved. */
 		tp->kind = OPK_COPY;
+		break;
 	}
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/graph_int.h"
+#include "model/ops.h"
 #include "model/shape_int.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -38,39 +39,19 @@ static const struct colloc_tensor *tout(const struct colloc_graph *g,
 	return &g->tensors[n->outputs[k]];
 }
 
-static bool is_one_of(const char *op, const char *const *list)
-{
-	for (; *list; list++)
-		if (strcmp(op, *list) == 0)
-			return true;
-	return false;
-}
-
-static const char *const elementwise[] = {
-	"Add",	   "Sub",  "Mul",	"Div",	   "Pow",	  "Sqrt",
-	"Neg",	   "Abs",  "Exp",	"Log",	   "Erf",	  "Tanh",
-	"Sigmoid", "Relu", "LeakyRelu", "Clip",	   "HardSigmoid", "HardSwish",
-	"Max",	   "Min",  "Where",	"Dropout", "Reciprocal",  "Elu",
-	"Selu",	   "Celu", "Softplus",	"Gelu",	   "Mish",	  "PRelu",
-	"Sum",	   "Mean", "Sin",	"Cos",	   NULL};
-
-static const char *const reductions[] = {"GlobalAveragePool", "GlobalMaxPool",
-					 "ReduceMean",	      "ReduceSum",
-					 "ReduceMax",	      "ReduceMin",
-					 "ReduceProd",	      "ReduceL2",
-					 "ReduceSumSquare",   NULL};
-
 static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_node *n)
 {
 	const struct colloc_tensor *x = tin(g, n, 0), *w = tin(g, n, 1),
 				   *y = tout(g, n, 0);
-	const char *op = n->op_type;
+	const struct colloc__op *op = colloc__node_op(n);
 	uint64_t ny;
 
-	if (!y || y->rank < 0 || (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
+	if (!y || y->rank < 0 || !op)
 		return 0;
 	ny = colloc_tensor_numel(y);
-	if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
+	switch (op->cost) {
+	case COLLOC__COST_CONV:
+	case COLLOC__COST_CONV_TRANSPOSE: {
 		/* Each output element is a dot product of (Cin/groups) x kernel
 		 * terms; for ConvTranspose the same count holds per input
 		 * element, so use the larger side's reading of the weight. */
@@ -80,7 +61,7 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 			return 0;
 		for (int d = 1; d < w->rank; d++)
 			per = sat_mul(per, (uint64_t)w->shape[d]);
-		if (strcmp(op, "Conv") == 0) {
+		if (op->cost == COLLOC__COST_CONV) {
 			f = sat_mul(sat_mul(2, ny), per);
 		} else {
 			/* weight [Cin, Cout/g, k...]: each input element
@@ -91,13 +72,12 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 			f = sat_add(f, ny);
 		return f;
 	}
-	if (strcmp(op, "MatMul") == 0) {
+	case COLLOC__COST_MATMUL:
 		/* y has the batch dims and M x N; K is a's last dim. */
 		if (!x || x->rank < 1)
 			return 0;
 		return sat_mul(sat_mul(2, ny), (uint64_t)x->shape[x->rank - 1]);
-	}
-	if (strcmp(op, "Gemm") == 0) {
+	case COLLOC__COST_GEMM: {
 		bool ta = colloc_node_attr_int(n, "transA", 0) != 0;
 		uint64_t k, f;
 
@@ -109,7 +89,7 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 			f = sat_add(f, ny);
 		return f;
 	}
-	if (strcmp(op, "Einsum") == 0 && n->n_inputs == 2) {
+	case COLLOC__COST_EINSUM: {
 		/* A two-operand contraction: a multiply-add for every
 		 * combination of all labels' values. */
 		const struct colloc_attr *a = colloc_node_attr(n, "equation");
@@ -117,7 +97,7 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 		uint64_t f = 2;
 		bool seen[128] = {false};
 
-		if (!a || a->type != COLLOC_ATTR_STRING || !x || !w)
+		if (n->n_inputs != 2 || !a || a->type != COLLOC_ATTR_STRING || !x || !w)
 			return 0;
 		ranks[0] = x->rank;
 		ranks[1] = w->rank;
@@ -134,13 +114,9 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 		}
 		return f;
 	}
-	if (strcmp(op, "BatchNormalization") == 0)
-		return sat_mul(2, ny);
-	if (strcmp(op, "LayerNormalization") == 0)
-		return sat_mul(5, ny);
-	if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0)
-		return sat_mul(3, ny);
-	if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0) {
+	case COLLOC__COST_PER_OUTPUT:
+		return sat_mul(op->flops_per_elem, ny);
+	case COLLOC__COST_POOL: {
 		const struct colloc_attr *k = colloc_node_attr(n, "kernel_shape");
 		uint64_t per = 1;
 
@@ -150,11 +126,11 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 					      k->ints[d] > 0 ? (uint64_t)k->ints[d] : 0);
 		return sat_mul(ny, per);
 	}
-	if (is_one_of(op, reductions))
+	case COLLOC__COST_PER_INPUT:
 		return x ? colloc_tensor_numel(x) : 0;
-	if (is_one_of(op, elementwise))
-		return ny;
-	return 0;
+	default:
+		return 0;
+	}
 }
 
 void colloc_graph_cost(struct colloc_graph *g, struct colloc_cost_totals *out)

@@ -1,9 +1,10 @@
 /*
  * shape.c — binds symbolic input dimensions and walks the graph in order,
- * asking each node's rule (shape_ops.c) for its output shapes.
+ * asking each node's rule (its op table row, ops.c) for its output shapes.
  *
  * Not here: the rules themselves, and costs (cost.c).
  */
+#include "model/ops.h"
 #include "model/shape_int.h"
 
 #include <errno.h>
@@ -181,12 +182,11 @@ int colloc_graph_infer(struct colloc_graph *g, const struct colloc_bind_opts *op
 	c.diag = diag;
 	for (int k = 0; k < g->n_nodes; k++) {
 		const struct colloc_node *n = &g->nodes[k];
-		colloc__shape_fn fn = NULL;
+		const struct colloc__op *op = colloc__node_op(n);
+		colloc__shape_fn fn = op ? op->shape : NULL;
 
 		c.node = k;
 		colloc_node_describe(g, k, c.where, sizeof(c.where));
-		if (!n->domain[0] || strcmp(n->domain, "ai.onnx") == 0)
-			fn = colloc__shape_rule(n->op_type);
 		if (!fn)
 			return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
 					       "%s: colloc does not know op '%s%s%s'",

@@ -1,6 +1,7 @@
 /*
  * shape_int.h — the interface between the shape-inference driver (shape.c)
- * and the per-op rules (shape_ops.c). Internal to libcolloc.
+ * and the per-op rules (shape_*.c, reached through the op table ops.c).
+ * Internal to libcolloc.
  */
 #ifndef COLLOC_SHAPE_INT_H
 #define COLLOC_SHAPE_INT_H
@@ -24,8 +25,51 @@ struct colloc__infer {
  * message (without the node prefix, which the driver adds). */
 typedef int (*colloc__shape_fn)(struct colloc__infer *c, const struct colloc_node *n);
 
-/* Rule for op_type in the default domain, or NULL if colloc lacks one. */
-colloc__shape_fn colloc__shape_rule(const char *op_type);
+/* The shape rules, one per family file (shape_elementwise.c, shape_data.c,
+ * shape_movement.c, shape_reduce.c, shape_nn.c); ops.c maps op names to
+ * them. */
+int colloc__shape_argmax(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_arith(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_batchnorm(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_cast(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_compare(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_concat(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_constant(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_constant_of_shape(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_conv(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_dropout(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_einsum(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_expand(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_flatten(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_gather(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_gather_elements(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_gemm(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_global_pool(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_layernorm(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_matmul(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_nonzero(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_not(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_pad(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_pool(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_range(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_reduce(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_reshape(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_resize(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_same(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_shape(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_size(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_slice(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_softmax(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_split(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_squeeze(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_tile(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_topk(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_transpose(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_unary(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_unsqueeze(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_where(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_einsum_unsupported(struct colloc__infer *c,
+				     const struct colloc_node *n);
 
 /*
  * Parse an Einsum equation for n_in operands of the given ranks: labels[i]

@@ -1,5 +1,5 @@
 /*
- * test_shape.c — shape inference (shape.c, shape_ops.c) and costs (cost.c)
+ * test_shape.c — shape inference (shape.c, shape_*.c) and costs (cost.c)
  * on small graphs built in memory, against shapes and FLOP counts worked
  * out by hand (the arithmetic is in the comments).
  */
