@@ -116,7 +116,7 @@ int colloc_estimate_run(const struct colloc_graph *g,
 	tops = calloc((size_t)g->n_nodes + 1, sizeof(*tops));
 	if (!tops)
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");
-	rc = colloc__train_ops(g, opts->precision, tops, diag);
+	rc = colloc__train_ops(g, opts->precision, plat, tops, diag);
 	if (rc < 0)
 		goto done;
 	rc = colloc__timeline_run(g, tops, opts, plat, 0, &r1);

@@ -10,6 +10,7 @@
 #include "colloc/allocator.h"
 #include "colloc/estimate.h"
 #include "colloc/graph.h"
+#include "colloc/platform.h"
 
 struct colloc__op;
 
@@ -74,10 +75,17 @@ enum colloc__op_kind {
 	OPK_COPY, /* Expand/Tile/Pad/Where...: new tensor, saves none */
 };
 
-/* Recognise patterns and classify every node of g into tops[0..n).
- * Returns the count (<= g->n_nodes) or a negative code. */
+/* Recognise patterns and classify every node of g into tops[0..n), for
+ * the torch version of plat (NULL: the default platform's). Returns the
+ * count (<= g->n_nodes) or a negative code. */
 int colloc__train_ops(const struct colloc_graph *g, int precision,
-		      struct colloc__top *tops, struct colloc_diag *diag);
+		      const struct colloc_platform *plat, struct colloc__top *tops,
+		      struct colloc_diag *diag);
+
+/* requires_grad of every tensor as autograd sets it: trainable parameters
+ * and the float outputs of any node with an input that requires it. req
+ * has g->n_tensors entries. */
+void colloc__requires_grad(const struct colloc_graph *g, bool *req);
 
 /* Whether tensor t is a trainable parameter, possibly through a
  * Transpose/Cast/Identity chain of parameters (how exporters feed

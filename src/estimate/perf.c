@@ -634,24 +634,6 @@ static void loss(struct step *st, bool bwd_pass)
 
 /* Which tensors need a gradient: trainable parameters and everything
  * computed from one. */
-static void requires_grad(const struct colloc_graph *g, bool *req)
-{
-	for (int t = 0; t < g->n_tensors; t++)
-		req[t] = g->tensors[t].param_class == COLLOC_PARAM_TRAINABLE;
-	for (int k = 0; k < g->n_nodes; k++) {
-		const struct colloc_node *n = &g->nodes[k];
-		bool any = false;
-
-		for (int i = 0; i < n->n_inputs; i++)
-			if (n->inputs[i] >= 0 && req[n->inputs[i]])
-				any = true;
-		for (int o = 0; o < n->n_outputs; o++)
-			if (n->outputs[o] >= 0 &&
-			    colloc_dtype_is_float(g->tensors[n->outputs[o]].dtype))
-				req[n->outputs[o]] = any;
-	}
-}
-
 static void top_ops(struct step *st, struct colloc_perf *out)
 {
 	double total = st->busy_s > 0 ? st->busy_s : 1;
@@ -768,12 +750,12 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	}
 	for (int k = 0; k <= g->n_nodes; k++)
 		st.node_cls[k] = -1;
-	n = colloc__train_ops(g, o->precision, tops, diag);
+	n = colloc__train_ops(g, o->precision, st.p, tops, diag);
 	if (n < 0) {
 		rc = n;
 		goto out;
 	}
-	requires_grad(g, req);
+	colloc__requires_grad(g, req);
 
 	/* Input: the data loader's wait, then a pageable host-to-device copy
 	 * that the host waits for. */

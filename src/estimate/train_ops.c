@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "estimate/estimate_int.h"
+#include "colloc/ops.h"
 #include "model/ops.h"
 
 static bool op_is(const struct colloc_node *n, const char *op)
@@ -66,13 +67,35 @@ static bool is_const(const struct colloc_graph *g, int t)
 
 	if (!x)
 		return true;
+	/* A trainable weight is a variable even when the file holds its
+	 * value (small ones always do). */
+	if (x->param_class == COLLOC_PARAM_TRAINABLE)
+		return false;
 	if (x->value)
 		return true;
 	if (x->role == COLLOC_TENSOR_INITIALIZER)
-		return x->param_class != COLLOC_PARAM_TRAINABLE;
+		return true;
 	if (x->producer >= 0 && op_is(&g->nodes[x->producer], "Constant"))
 		return true;
 	return false;
+}
+
+void colloc__requires_grad(const struct colloc_graph *g, bool *req)
+{
+	for (int t = 0; t < g->n_tensors; t++)
+		req[t] = g->tensors[t].param_class == COLLOC_PARAM_TRAINABLE;
+	for (int k = 0; k < g->n_nodes; k++) {
+		const struct colloc_node *n = &g->nodes[k];
+		bool any = false;
+
+		for (int i = 0; i < n->n_inputs; i++)
+			if (n->inputs[i] >= 0 && req[n->inputs[i]])
+				any = true;
+		for (int o = 0; o < n->n_outputs; o++)
+			if (n->outputs[o] >= 0 &&
+			    colloc_dtype_is_float(g->tensors[n->outputs[o]].dtype))
+				req[n->outputs[o]] = any;
+	}
 }
 
 /* Single consumer check: the node after n that reads t, if it is the only
@@ -119,41 +142,41 @@ static int other_in(const struct colloc_node *n, int t)
  *   y = Mul(Mul(x, a), 0.5)  or  Mul(Mul(x, 0.5), a)
  * Marks the parts skipped and the last Mul as one GELU reading x.
  */
-static bool match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
-		       struct colloc__top *tops)
+static int match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
+		      struct colloc__top *tops)
 {
 	const struct colloc_node *e = &g->nodes[erf], *d, *a, *m1, *m2;
 	int dn, an, m1n, m2n, x, other;
 
 	if (e->n_inputs < 1 || e->inputs[0] < 0)
-		return false;
+		return -1;
 	dn = g->tensors[e->inputs[0]].producer;
 	if (dn < 0)
-		return false;
+		return -1;
 	d = &g->nodes[dn];
 	if (!(op_is(d, "Div") && const_scalar(g, in_of(d, 1), sqrt(2.0))) &&
 	    !(op_is(d, "Mul") && const_scalar(g, in_of(d, 1), sqrt(0.5))))
-		return false;
+		return -1;
 	x = in_of(d, 0);
 	an = sole_consumer(g, out_of(e, 0), erf);
 	if (an < 0 || !op_is(&g->nodes[an], "Add"))
-		return false;
+		return -1;
 	a = &g->nodes[an];
 	if (!const_scalar(g, other_in(a, out_of(e, 0)), 1.0))
-		return false;
+		return -1;
 	m1n = sole_consumer(g, out_of(a, 0), an);
 	if (m1n < 0 || !op_is(&g->nodes[m1n], "Mul"))
-		return false;
+		return -1;
 	m1 = &g->nodes[m1n];
 	other = other_in(m1, out_of(a, 0));
 	if (other == x) {
 		/* y = Mul(Mul(x, a), 0.5) */
 		m2n = sole_consumer(g, out_of(m1, 0), m1n);
 		if (m2n < 0 || !op_is(&g->nodes[m2n], "Mul"))
-			return false;
+			return -1;
 		m2 = &g->nodes[m2n];
 		if (!const_scalar(g, other_in(m2, out_of(m1, 0)), 0.5))
-			return false;
+			return -1;
 	} else {
 		/* y = Mul(a, Mul(x, 0.5)): the half-x Mul ran earlier. */
 		int hn = other >= 0 ? g->tensors[other].producer : -1;
@@ -162,7 +185,7 @@ static bool match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
 		    other_in(&g->nodes[hn], x) < 0 ||
 		    !const_scalar(g, other_in(&g->nodes[hn], x), 0.5) ||
 		    g->tensors[other].consumers != 1)
-			return false;
+			return -1;
 		absorbed[hn] = true;
 		m2n = m1n;
 		m2 = m1;
@@ -175,7 +198,7 @@ static bool match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
 	tops[m2n].n_in = 1;
 	tops[m2n].out = out_of(m2, 0);
 	tops[m2n].save = SAVE_IN0;
-	return true;
+	return m2n;
 }
 
 /*
@@ -184,8 +207,8 @@ static bool match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
  *   y = Div(d, Sqrt(Add(v, eps)))  [then Mul(gamma), Add(beta)]
  * Matched from the Div; PyTorch's native_layer_norm saves x, mean, rstd.
  */
-static bool match_layernorm(const struct colloc_graph *g, int div, bool *absorbed,
-			    struct colloc__top *tops)
+static int match_layernorm(const struct colloc_graph *g, int div, bool *absorbed,
+			   struct colloc__top *tops)
 {
 	const struct colloc_node *dv = &g->nodes[div];
 	int subn, sqn, addn, rm2n, pown, rm1n, x, last = div, out, n_rows;
@@ -193,27 +216,27 @@ static bool match_layernorm(const struct colloc_graph *g, int div, bool *absorbe
 	const struct colloc_tensor *xt;
 
 	if (dv->n_inputs != 2 || dv->inputs[0] < 0 || dv->inputs[1] < 0)
-		return false;
+		return -1;
 	subn = g->tensors[dv->inputs[0]].producer;
 	sqn = g->tensors[dv->inputs[1]].producer;
 	if (subn < 0 || sqn < 0 || !op_is(&g->nodes[subn], "Sub") ||
 	    !op_is(&g->nodes[sqn], "Sqrt"))
-		return false;
+		return -1;
 	addn = g->tensors[in_of(&g->nodes[sqn], 0)].producer;
 	if (addn < 0 || !op_is(&g->nodes[addn], "Add"))
-		return false;
+		return -1;
 	rm2n = g->tensors[in_of(&g->nodes[addn], 0)].producer;
 	if (rm2n < 0 || !op_is(&g->nodes[rm2n], "ReduceMean"))
-		return false;
+		return -1;
 	pown = g->tensors[in_of(&g->nodes[rm2n], 0)].producer;
 	if (pown < 0 || !op_is(&g->nodes[pown], "Pow") ||
 	    in_of(&g->nodes[pown], 0) != dv->inputs[0])
-		return false;
+		return -1;
 	x = in_of(&g->nodes[subn], 0);
 	rm1n = g->tensors[in_of(&g->nodes[subn], 1)].producer;
 	if (rm1n < 0 || !op_is(&g->nodes[rm1n], "ReduceMean") ||
 	    in_of(&g->nodes[rm1n], 0) != x)
-		return false;
+		return -1;
 	parts[np++] = rm1n, parts[np++] = subn, parts[np++] = pown;
 	parts[np++] = rm2n, parts[np++] = addn, parts[np++] = sqn;
 	out = out_of(dv, 0);
@@ -253,7 +276,7 @@ static bool match_layernorm(const struct colloc_graph *g, int div, bool *absorbe
 	tops[last].extra_saved[0] = (uint64_t)n_rows * 4;
 	tops[last].extra_saved[1] = (uint64_t)n_rows * 4;
 	tops[last].n_extra = 2;
-	return true;
+	return last;
 }
 
 static uint64_t numel_of(const struct colloc_graph *g, int t)
@@ -261,6 +284,26 @@ static uint64_t numel_of(const struct colloc_graph *g, int t)
 	const struct colloc_tensor *x = tens(g, t);
 
 	return x ? colloc_tensor_numel(x) : 0;
+}
+
+/* "1.13" -> 1, "2.6" -> 2; unreadable -> 2 (the default platform's). */
+static int torch_major(const char *version)
+{
+	char *end;
+	long v = strtol(version, &end, 10);
+
+	return end == version || v < 0 || v > 99 ? 2 : (int)v;
+}
+
+/* What the classification needs besides the graph. */
+struct tr_ctx {
+	const bool *req; /* requires_grad per tensor */
+	int torch_major; /* of the platform: some rules changed in 2.0 */
+};
+
+static bool req_of(const bool *req, int t)
+{
+	return t >= 0 && req[t];
 }
 
 /* The training rule of node n (COPY for nodes without a row). */
@@ -272,8 +315,10 @@ static int train_rule(const struct colloc_node *n)
 }
 
 /* Classify one node that no pattern absorbed, by its op table row. */
-static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp)
+static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int k,
+		     struct colloc__top *tp)
 {
+	const bool *req = cx->req;
 	const struct colloc_node *n = &g->nodes[k];
 	const struct colloc__op *op = colloc__node_op(n);
 	const struct colloc_tensor *y = tens(g, out_of(n, 0));
@@ -388,8 +433,10 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->n_in = 1;
 		break;
 	case COLLOC__TR_POW:
+		/* pow.Tensor_Scalar's backward reads self; pow.Tensor_Tensor's
+		 * also the exponent (for self's grad) and self (for its own). */
 		tp->kind = OPK_ACT_INPUT;
-		tp->save = SAVE_IN0 | (is_const(g, b) ? 0 : SAVE_IN1);
+		tp->save = SAVE_IN0 | (!is_const(g, b) && req_of(req, a) ? SAVE_IN1 : 0);
 		break;
 	case COLLOC__TR_POOL_MAX:
 		tp->kind = OPK_POOL_MAX;
@@ -416,11 +463,12 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		tp->n_in = 1;
 		break;
 	case COLLOC__TR_REDUCE_MEAN:
-		/* mean.dim's backward formula takes self.numel(), for which
-		 * autograd (1.13) keeps the whole input: measured on the CPU
-		 * reference (T5's RMS norm). */
+		/* mean.dim's backward formula takes self.numel(): torch 1.x
+		 * keeps the whole input for it (measured on the CPU reference,
+		 * T5's RMS norm); torch 2.x saves self.sym_numel(), an integer
+		 * (tools/autograd/derivatives.yaml). */
 		tp->kind = OPK_REDUCE;
-		tp->save = SAVE_IN0;
+		tp->save = cx->torch_major < 2 ? SAVE_IN0 : 0;
 		tp->n_in = 1;
 		break;
 	case COLLOC__TR_REDUCE_SUM:
@@ -455,20 +503,21 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 		break;
 	case COLLOC__TR_MUL:
 		tp->kind = OPK_MUL;
-		/* mul saves other for self's grad and self for other's grad;
-		 * constants are Python scalars or buffers, never saved. */
-		tp->save =
-			(is_const(g, b) ? 0 : SAVE_IN0) | (is_const(g, a) ? 0 : SAVE_IN1);
-		if (is_const(g, a))
-			tp->save &= ~(unsigned)SAVE_IN0;
-		if (is_const(g, b))
-			tp->save &= ~(unsigned)SAVE_IN1;
+		/* mul.Tensor: self's grad is grad * other, other's is
+		 * grad * self, so each operand is saved when the OTHER one
+		 * requires grad (derivatives.yaml). Constants are Python
+		 * scalars or buffers and cost nothing. */
+		tp->save = (!is_const(g, a) && req_of(req, b) ? SAVE_IN0 : 0) |
+			   (!is_const(g, b) && req_of(req, a) ? SAVE_IN1 : 0);
 		break;
 	case COLLOC__TR_DIV:
 		tp->kind = OPK_DIV;
-		/* div saves other for self's grad; self and other for other's */
-		if (!is_const(g, b))
-			tp->save = SAVE_IN1 | (is_const(g, a) ? 0 : SAVE_IN0);
+		/* div.Tensor: self's grad is grad / other (other saved);
+		 * other's reads self and other. */
+		if (!is_const(g, b) && (req_of(req, a) || req_of(req, b)))
+			tp->save |= SAVE_IN1;
+		if (!is_const(g, a) && req_of(req, b))
+			tp->save |= SAVE_IN0;
 		break;
 	case COLLOC__TR_GATHER: {
 		const struct colloc_tensor *idx = tens(g, b);
@@ -511,16 +560,156 @@ static void classify(const struct colloc_graph *g, int k, struct colloc__top *tp
 	}
 }
 
-int colloc__train_ops(const struct colloc_graph *g, int precision,
-		      struct colloc__top *tops, struct colloc_diag *diag)
+/*
+ * x * gate(x), which torch.onnx writes for fused activations: SiLU as
+ * Mul(x, Sigmoid(x)), hardswish before opset 14 as
+ * Mul(x, HardSigmoid(x, alpha=1/6, beta=0.5)), mish as
+ * Mul(x, Tanh(Softplus(x))). The fused op saves x alone. Matched from the
+ * Mul; the gate's nodes must feed nothing else.
+ */
+static int match_gated(const struct colloc_graph *g, int mul, bool *absorbed,
+		       struct colloc__top *tops, const char *gate)
 {
-	bool *absorbed;
+	const struct colloc_node *n = &g->nodes[mul];
+
+	if (n->n_inputs != 2)
+		return -1;
+	for (int s = 0; s < 2; s++) {
+		int st = n->inputs[s], xt = n->inputs[1 - s];
+		int gn = st >= 0 ? g->tensors[st].producer : -1, inner = -1;
+		const struct colloc_node *gd;
+
+		if (gn < 0 || xt < 0 || g->tensors[st].consumers != 1)
+			continue;
+		gd = &g->nodes[gn];
+		if (!op_is(gd, strcmp(gate, "mish") == 0 ? "Tanh" : gate))
+			continue;
+		if (strcmp(gate, "HardSigmoid") == 0 &&
+		    (fabs(colloc_node_attr_float(gd, "alpha", 0.2) - 1.0 / 6) > 1e-4 ||
+		     fabs(colloc_node_attr_float(gd, "beta", 0.5) - 0.5) > 1e-4))
+			continue;
+		if (strcmp(gate, "mish") == 0) {
+			int sp = in_of(gd, 0);
+
+			inner = sp >= 0 ? g->tensors[sp].producer : -1;
+			if (inner < 0 || !op_is(&g->nodes[inner], "Softplus") ||
+			    g->tensors[sp].consumers != 1 ||
+			    in_of(&g->nodes[inner], 0) != xt)
+				continue;
+		} else if (in_of(gd, 0) != xt) {
+			continue;
+		}
+		absorbed[gn] = true;
+		if (inner >= 0)
+			absorbed[inner] = true;
+		tops[mul].kind = strcmp(gate, "Sigmoid") == 0 ? OPK_SILU : OPK_ACT_INPUT;
+		tops[mul].fwd = FWD_NEW;
+		tops[mul].in[0] = xt;
+		tops[mul].n_in = 1;
+		tops[mul].out = out_of(n, 0);
+		tops[mul].save = SAVE_IN0;
+		return mul;
+	}
+	return -1;
+}
+
+static int match_silu(const struct colloc_graph *g, int k, bool *absorbed,
+		      struct colloc__top *tops)
+{
+	return match_gated(g, k, absorbed, tops, "Sigmoid");
+}
+
+static int match_hardswish(const struct colloc_graph *g, int k, bool *absorbed,
+			   struct colloc__top *tops)
+{
+	return match_gated(g, k, absorbed, tops, "HardSigmoid");
+}
+
+static int match_mish(const struct colloc_graph *g, int k, bool *absorbed,
+		      struct colloc__top *tops)
+{
+	return match_gated(g, k, absorbed, tops, "mish");
+}
+
+/* The fused-op patterns, tried in this order at every node whose op is
+ * the anchor (docs/ops.md lists them from here). */
+static const struct pattern {
+	const char *name; /* the PyTorch op */
+	const char *anchor; /* op type the matcher starts from */
+	const char *exported_as;
+	const char *saves;
+	/* Returns the node whose top it filled, or -1. */
+	int (*match)(const struct colloc_graph *g, int k, bool *absorbed,
+		     struct colloc__top *tops);
+} patterns[] = {
+	{"F.gelu (erf)", "Erf",
+	 "Div(x, 1.414) or Mul(x, 0.707), Erf, Add(1), Mul(x), Mul(0.5)",
+	 "x (gelu_backward)", match_gelu},
+	{"nn.LayerNorm (opset < 17)", "Div",
+	 "ReduceMean, Sub, Pow(2), ReduceMean, Add(eps), Sqrt, Div [, Mul(weight), "
+	 "Add(bias)]",
+	 "x and per-row mean and rstd (native_layer_norm)", match_layernorm},
+	{"F.silu", "Mul", "Mul(x, Sigmoid(x))", "x (silu_backward)", match_silu},
+	{"F.hardswish (opset < 14)", "Mul", "Mul(x, HardSigmoid(x, 1/6, 0.5))",
+	 "x (hardswish_backward)", match_hardswish},
+	{"F.mish", "Mul", "Mul(x, Tanh(Softplus(x)))", "x (mish_backward)", match_mish},
+};
+
+#define N_PATTERNS ((int)(sizeof(patterns) / sizeof(patterns[0])))
+
+int colloc_pattern_count(void)
+{
+	return N_PATTERNS;
+}
+
+int colloc_pattern_doc(int i, struct colloc_pattern_doc *out)
+{
+	if (i < 0 || i >= N_PATTERNS || !out)
+		return COLLOC_EUSAGE;
+	out->name = patterns[i].name;
+	out->anchor = patterns[i].anchor;
+	out->exported_as = patterns[i].exported_as;
+	out->saves = patterns[i].saves;
+	return 0;
+}
+
+/* No grad_fn, nothing saved: an op none of whose operands requires grad
+ * (masks, position tables and other buffer arithmetic). */
+static bool records_grad(const struct colloc_graph *g, const bool *req,
+			 const struct colloc__top *tp)
+{
+	const struct colloc_node *n = &g->nodes[tp->node];
+
+	for (int k = 0; k < tp->n_in; k++)
+		if (req_of(req, tp->in[k]))
+			return true;
+	for (int i = 0; i < n->n_inputs; i++)
+		if (req_of(req, n->inputs[i]))
+			return true;
+	return false;
+}
+
+int colloc__train_ops(const struct colloc_graph *g, int precision,
+		      const struct colloc_platform *plat, struct colloc__top *tops,
+		      struct colloc_diag *diag)
+{
+	bool *absorbed, *matched, *req;
+	struct tr_ctx cx;
 
 	(void)precision;
 	(void)diag;
 	absorbed = calloc((size_t)g->n_nodes + 1, sizeof(*absorbed));
-	if (!absorbed)
+	matched = calloc((size_t)g->n_nodes + 1, sizeof(*matched));
+	req = calloc((size_t)g->n_tensors + 1, sizeof(*req));
+	if (!absorbed || !matched || !req) {
+		free(absorbed);
+		free(matched);
+		free(req);
 		return -12;
+	}
+	colloc__requires_grad(g, req);
+	cx.req = req;
+	cx.torch_major = plat && plat->torch[0] ? torch_major(plat->torch) : 2;
 	memset(tops, 0, (size_t)g->n_nodes * sizeof(*tops));
 	for (int k = 0; k < g->n_nodes; k++) {
 		tops[k].node = k;
@@ -531,12 +720,19 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 	for (int k = 0; k < g->n_nodes; k++) {
 		const struct colloc_node *n = &g->nodes[k];
 
-		if (absorbed[k] || n->domain[0])
+		if (absorbed[k] || matched[k] || n->domain[0])
 			continue;
-		if (op_is(n, "Erf"))
-			match_gelu(g, k, absorbed, tops);
-		else if (op_is(n, "Div"))
-			match_layernorm(g, k, absorbed, tops);
+		for (int p = 0; p < N_PATTERNS; p++) {
+			int last;
+
+			if (!op_is(n, patterns[p].anchor))
+				continue;
+			if ((last = patterns[p].match(g, k, absorbed, tops)) >= 0) {
+				matched[last] = true;
+				tops[last].op = colloc__node_op(&g->nodes[last]);
+				break;
+			}
+		}
 	}
 	for (int k = 0; k < g->n_nodes; k++) {
 		const struct colloc_node *n = &g->nodes[k];
@@ -546,34 +742,13 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 			tops[k].kind = OPK_OTHER;
 			continue;
 		}
-		if (tops[k].kind == OPK_GELU || tops[k].kind == OPK_LAYERNORM)
-			continue;
-		classify(g, k, &tops[k]);
+		if (!matched[k])
+			classify(g, &cx, k, &tops[k]);
 		if (tops[k].kind == OPK_POOL_AVG && tops[k].in[0] != n->inputs[0]) {
 			int pn = g->tensors[n->inputs[0]].producer;
 
 			tops[pn].fwd = FWD_SKIP;
 			tops[pn].kind = OPK_OTHER;
-		}
-		/* SiLU: Mul(x, Sigmoid(x)) is one op (saves x only). */
-		if (op_is(n, "Mul") && n->n_inputs == 2) {
-			for (int s = 0; s < 2; s++) {
-				int st = n->inputs[s], xt = n->inputs[1 - s];
-				int sn = st >= 0 ? g->tensors[st].producer : -1;
-
-				if (sn >= 0 && op_is(&g->nodes[sn], "Sigmoid") &&
-				    in_of(&g->nodes[sn], 0) == xt &&
-				    g->tensors[st].consumers == 1) {
-					tops[sn].fwd = FWD_SKIP;
-					tops[sn].kind = OPK_OTHER;
-					tops[k].kind = OPK_SILU;
-					tops[k].in[0] = xt;
-					tops[k].in[1] = -1;
-					tops[k].n_in = 1;
-					tops[k].save = SAVE_IN0;
-					break;
-				}
-			}
 		}
 		/* nn.Linear: MatMul with a parameter, then Add of a parameter
 		 * bias, is one addmm. */
@@ -590,6 +765,13 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 			}
 		}
 	}
+	for (int k = 0; k < g->n_nodes; k++)
+		if (tops[k].fwd != FWD_SKIP && !records_grad(g, req, &tops[k])) {
+			tops[k].save = 0;
+			tops[k].n_extra = 0;
+		}
 	free(absorbed);
+	free(matched);
+	free(req);
 	return g->n_nodes;
 }

@@ -10,6 +10,9 @@
  */
 #include "model/ops.h"
 
+#include "colloc/error.h"
+#include "colloc/ops.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,4 +323,54 @@ const char *colloc__train_rule_doc(int rule)
 	default:
 		return "";
 	}
+}
+
+static const char *cost_doc(int cost, int per)
+{
+	static const char *const per_out[] = {"0",
+					      "1 per output element",
+					      "2 per output element",
+					      "3 per output element",
+					      "4 per output element",
+					      "5 per output element"};
+
+	switch (cost) {
+	case COLLOC__COST_CONV:
+		return "2 x output x (Cin/groups x kernel), + bias";
+	case COLLOC__COST_CONV_TRANSPOSE:
+		return "2 x input x (Cout/groups x kernel), + bias";
+	case COLLOC__COST_MATMUL:
+		return "2 x M x N x K per batch";
+	case COLLOC__COST_GEMM:
+		return "2 x M x N x K, + bias";
+	case COLLOC__COST_EINSUM:
+		return "2 x product of all label sizes";
+	case COLLOC__COST_PER_OUTPUT:
+		return per >= 0 && per <= 5 ? per_out[per] : "per output element";
+	case COLLOC__COST_POOL:
+		return "output x kernel elements";
+	case COLLOC__COST_PER_INPUT:
+		return "1 per input element";
+	default:
+		return "0 (data movement)";
+	}
+}
+
+int colloc_op_count(void)
+{
+	return N_OPS;
+}
+
+int colloc_op_doc(int i, struct colloc_op_doc *out)
+{
+	if (i < 0 || i >= N_OPS || !out)
+		return COLLOC_EUSAGE;
+	out->name = table[i].name;
+	out->family = table[i].family;
+	out->flops = cost_doc(table[i].cost, table[i].flops_per_elem);
+	out->training = colloc__train_rule_doc(table[i].train);
+	out->autocast = table[i].amp == COLLOC__AMP_LOW	   ? "low precision"
+			: table[i].amp == COLLOC__AMP_FP32 ? "float32"
+							   : "follows inputs";
+	return 0;
 }

@@ -23,6 +23,7 @@
 
 #include "colloc/estimate.h"
 #include "colloc/onnx.h"
+#include "colloc/platform.h"
 #include "colloc/shape.h"
 #include "colloc/zoo.h"
 #include "test_util.h"
@@ -87,15 +88,22 @@ static void check_against_pytorch(void **state)
 	struct colloc_diag diag = {{0}};
 	const cJSON *opt_ref =
 		cJSON_GetObjectItemCaseSensitive(c->ref, "optimizer_state");
+	const cJSON *tv = cJSON_GetObjectItemCaseSensitive(c->ref, "torch_version");
+	struct colloc_platform plat;
 	uint64_t want;
 	double rel;
 
+	/* Rules that changed between torch versions follow the reference's. */
+	colloc_platform_default(&plat);
+	assert_true(cJSON_IsString(tv));
+	snprintf(plat.torch, sizeof(plat.torch), "%s", tv->valuestring);
 	load(c);
 	for (int opt = 0; opt < COLLOC_OPT_COUNT_; opt++) {
 		const cJSON *r = cJSON_GetObjectItemCaseSensitive(
 			opt_ref, colloc_optimizer_name(opt));
 
 		colloc_estimate_opts_init(&o);
+		o.platform = &plat;
 		o.optimizer = opt;
 		o.iterations = 2;
 		if (colloc_estimate_run(c->g, &o, &e, &diag))
