@@ -104,6 +104,7 @@ struct cJSON *cli_json_i64(int64_t v);
 int cmd_inspect(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
 
 /* Clients of collocd (cmd_jobs.c, docs/cli-jobs.md). */

@@ -23,6 +23,7 @@ static const char usage[] =
 	"  inspect MODEL    per-layer shapes, parameters and FLOPs of a model\n"
 	"  estimate MODEL   peak GPU memory of training the model\n"
 	"  sim              replay a job trace on a simulated cluster, compare policies\n"
+	"  ops [OP...]      the ONNX ops and fused patterns colloc supports\n"
 	"  gpus             list GPUs with memory, use and the jobs (from collocd)\n"
 	"                   or processes (from the backend) on each\n"
 	"\n"
@@ -61,11 +62,12 @@ struct command {
 
 static const struct command commands[] = {
 	{"inspect", cmd_inspect, false}, {"estimate", cmd_estimate, false},
-	{"sim", cmd_sim, false},	 {"gpus", cmd_gpus, true},
-	{"submit", cmd_submit, true},	 {"queue", cmd_queue, true},
-	{"show", cmd_show, true},	 {"cancel", cmd_cancel, true},
-	{"logs", cmd_logs, true},	 {"wait", cmd_wait, true},
-	{"stats", cmd_stats, true},	 {"top", cmd_top, true},
+	{"sim", cmd_sim, false},	 {"ops", cmd_ops, false},
+	{"gpus", cmd_gpus, true},	 {"submit", cmd_submit, true},
+	{"queue", cmd_queue, true},	 {"show", cmd_show, true},
+	{"cancel", cmd_cancel, true},	 {"logs", cmd_logs, true},
+	{"wait", cmd_wait, true},	 {"stats", cmd_stats, true},
+	{"top", cmd_top, true},
 };
 
 /*

@@ -81,5 +81,20 @@ expect gpus-attach-json 0 '"backend":"sim","gpus":\[\{"index":0,"uuid":"SIM-.*"m
 expect gpus-bad-backend 1 "unknown GPU backend 'foo'" "$colloc" gpus --gpus foo:1
 expect gpus-help 0 "--gpus SPEC" "$colloc" gpus --help
 
+expect ops-list 0 "^Conv +convolution +saves its input" "$colloc" ops
+expect ops-one 0 "^Mul +elementwise" "$colloc" ops Mul
+expect ops-unknown 1 "does not support op 'LSTMX'" "$colloc" ops LSTMX
+expect ops-patterns 0 "F.hardswish \\(opset < 14\\)" "$colloc" ops
+expect ops-help 0 "--markdown" "$colloc" ops --help
+# docs/ops.md is generated from the op table: it must match it.
+"$colloc" ops --markdown >"$tmp/ops.md" 2>&1
+if diff -u "$(dirname "$0")/../../docs/ops.md" "$tmp/ops.md" >"$tmp/ops.diff"; then
+	pass=$((pass + 1))
+else
+	echo "FAIL ops-doc-current: docs/ops.md is stale; regenerate: colloc ops --markdown >docs/ops.md"
+	head -10 "$tmp/ops.diff" | sed 's/^/  | /'
+	fail=$((fail + 1))
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
