@@ -82,7 +82,16 @@ struct colloc_estimate_opts {
 	int64_t context_bytes;
 	/* Device memory to test the fit against; 0 = none. */
 	uint64_t gpu_memory_bytes;
+	/* Which peak `fits` and `headroom_bytes` test (enum colloc_safety). */
+	int safety;
 };
+
+/* What a memory decision trusts: the point estimate, or its upper bound
+ * (peak_device_upper_bytes, which adds what the point estimate cannot
+ * know: cuDNN's workspace choice and allocator fragmentation). */
+enum colloc_safety { COLLOC_SAFETY_POINT = 0, COLLOC_SAFETY_BOUND, COLLOC_SAFETY_COUNT_ };
+const char *colloc_safety_name(int safety);
+int colloc_safety_parse(const char *name); /* -1 if unknown */
 
 /* Fill opts with the defaults above. */
 void colloc_estimate_opts_init(struct colloc_estimate_opts *opts);
@@ -123,6 +132,21 @@ struct colloc_estimate {
 	uint64_t peak_allocated_bytes; /* torch.cuda.max_memory_allocated */
 	uint64_t peak_reserved_bytes; /* torch.cuda.max_memory_reserved */
 	uint64_t peak_device_bytes; /* what NVML shows for the process */
+	/*
+	 * Upper bound on peak_device_bytes: the point estimate plus
+	 *  - conv_workspace_bytes: cuDNN's convolution workspace, which the
+	 *    point estimate takes from the profile (0 when unmeasured) but
+	 *    which depends on the algorithm cuDNN picks for each shape; its
+	 *    transform-based algorithms (FFT, Winograd, im2col GEMM) work on a
+	 *    transformed copy of one operand, so the bound is the largest
+	 *    convolution operand (0 without convolutions);
+	 *  - fragmentation_bytes: a request the caching allocator cannot serve
+	 *    from its free blocks opens a new segment, so the bound allows one
+	 *    more block of the largest tensor the step allocates.
+	 * benchmarks measure how often a real run exceeds it.
+	 */
+	uint64_t peak_device_upper_bytes;
+	uint64_t conv_workspace_bytes, fragmentation_bytes;
 	struct colloc_breakdown breakdown; /* at the peak of allocated */
 
 	/* Bytes autograd saves for backward in one forward pass (unique
@@ -144,7 +168,8 @@ struct colloc_estimate {
 
 	/* Fit against opts.gpu_memory_bytes (when given). */
 	bool fits;
-	int64_t headroom_bytes; /* gpu memory - peak_device (may be < 0) */
+	int64_t headroom_bytes; /* gpu memory - peak_device, or - the upper
+				 * bound under COLLOC_SAFETY_BOUND (may be < 0) */
 
 	uint64_t events; /* allocator events replayed */
 };

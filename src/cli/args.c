@@ -93,6 +93,15 @@ int cli_parse_precision(const char *arg, struct colloc_estimate_opts *o)
 	return 0;
 }
 
+int cli_parse_safety(const char *arg, struct colloc_estimate_opts *o)
+{
+	if ((o->safety = colloc_safety_parse(arg)) < 0) {
+		cli_error("--safety: '%s' is not one of point, bound", arg);
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
 int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o)
 {
 	if ((o->loss = colloc_loss_parse(arg)) < 0) {

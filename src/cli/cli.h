@@ -44,6 +44,8 @@ int cli_parse_dim(char *arg, struct cli_dims *d);
 struct colloc_estimate_opts;
 int cli_parse_optimizer(const char *arg, struct colloc_estimate_opts *o);
 int cli_parse_precision(const char *arg, struct colloc_estimate_opts *o);
+/* --safety point|bound: which peak memory decisions trust. */
+int cli_parse_safety(const char *arg, struct colloc_estimate_opts *o);
 int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o);
 
 /*

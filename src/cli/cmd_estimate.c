@@ -48,6 +48,10 @@ static const char estimate_usage[] =
 	"  --gpu-memory SIZE      say whether the job fits, with the headroom\n"
 	"                         (default with --max-batch: the profile's GPU)\n"
 	"  --max-batch            print the largest batch that fits\n"
+	"  --safety point|bound   what --gpu-memory and --max-batch test: the point\n"
+	"                         estimate (default) or its upper bound, which adds\n"
+	"                         cuDNN's workspace choice and one segment of\n"
+	"                         allocator fragmentation (docs/estimator.md)\n"
 	"  --iterations N         training iterations to replay (3)\n"
 	"  --explain              list the largest tensors alive at the peak and\n"
 	"                         the ops that take most of the step's GPU time\n"
@@ -181,6 +185,13 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 	cJSON_AddItemToObject(r, "peak_reserved_bytes",
 			      cli_json_u64(e->peak_reserved_bytes));
 	cJSON_AddItemToObject(r, "peak_device_bytes", cli_json_u64(e->peak_device_bytes));
+	cJSON_AddItemToObject(r, "peak_device_upper_bytes",
+			      cli_json_u64(e->peak_device_upper_bytes));
+	x = cJSON_AddObjectToObject(r, "upper_bound_parts");
+	cJSON_AddItemToObject(x, "conv_workspace_bytes",
+			      cli_json_u64(e->conv_workspace_bytes));
+	cJSON_AddItemToObject(x, "fragmentation_bytes",
+			      cli_json_u64(e->fragmentation_bytes));
 	b = cJSON_AddObjectToObject(r, "breakdown");
 	cJSON_AddItemToObject(b, "params_bytes", cli_json_u64(e->breakdown.params_bytes));
 	cJSON_AddItemToObject(b, "grads_bytes", cli_json_u64(e->breakdown.grads_bytes));
@@ -202,6 +213,7 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 	if (a->opts.gpu_memory_bytes) {
 		cJSON_AddItemToObject(r, "gpu_memory_bytes",
 				      cli_json_u64(a->opts.gpu_memory_bytes));
+		cJSON_AddStringToObject(r, "safety", colloc_safety_name(a->opts.safety));
 		cJSON_AddBoolToObject(r, "fits", e->fits);
 		cJSON_AddItemToObject(r, "headroom_bytes",
 				      cli_json_i64(e->headroom_bytes));
@@ -241,7 +253,7 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 			const struct colloc_estimate *e, const struct colloc_perf *p,
 			const char *perr)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], b3[32];
 
 	printf("model %s, batch %lld, %s, %s, loss %s, platform %s\n", model,
 	       (long long)batch, colloc_optimizer_name(a->opts.optimizer),
@@ -254,6 +266,10 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 	printf("peak device     %s  (reserved + %s CUDA context and libraries)\n",
 	       colloc_format_bytes(e->peak_device_bytes, b1, sizeof(b1)),
 	       colloc_format_bytes(e->breakdown.context_bytes, b2, sizeof(b2)));
+	printf("upper bound     %s  (+ %s cuDNN workspace bound, + %s fragmentation)\n",
+	       colloc_format_bytes(e->peak_device_upper_bytes, b1, sizeof(b1)),
+	       colloc_format_bytes(e->conv_workspace_bytes, b2, sizeof(b2)),
+	       colloc_format_bytes(e->fragmentation_bytes, b3, sizeof(b3)));
 	printf("peak at         iteration %d, %s, %s\n", e->peak_iteration + 1,
 	       colloc_phase_name(e->peak_phase), e->peak_op);
 	printf("alive at the peak:\n");
@@ -267,8 +283,10 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 	printf("saved for backward by one forward pass: %s\n",
 	       colloc_format_bytes(e->saved_activation_bytes, b1, sizeof(b1)));
 	if (a->opts.gpu_memory_bytes)
-		printf("fits in %s: %s (headroom %s%s)\n",
+		printf("fits in %s (%s): %s (headroom %s%s)\n",
 		       colloc_format_bytes(a->opts.gpu_memory_bytes, b1, sizeof(b1)),
+		       a->opts.safety == COLLOC_SAFETY_BOUND ? "upper bound"
+							     : "point estimate",
 		       e->fits ? "yes" : "NO", e->headroom_bytes < 0 ? "-" : "",
 		       colloc_format_bytes((uint64_t)(e->headroom_bytes < 0
 							      ? -e->headroom_bytes
@@ -375,6 +393,7 @@ int cmd_estimate(int argc, char **argv)
 		{"gpu-memory", required_argument, NULL, 'g'},
 		{"iterations", required_argument, NULL, 'i'},
 		{"max-batch", no_argument, NULL, 'm'},
+		{"safety", required_argument, NULL, 'S'},
 		{"explain", no_argument, NULL, 'e'},
 		{"json", no_argument, NULL, 'j'},
 		{"data-loader-ms", required_argument, NULL, 'D'},
@@ -436,6 +455,10 @@ int cmd_estimate(int argc, char **argv)
 				return CLI_USAGE;
 			}
 			a.opts.gpu_memory_bytes = v;
+			break;
+		case 'S':
+			if (cli_parse_safety(optarg, &a.opts))
+				return CLI_USAGE;
 			break;
 		case 'i':
 			if (colloc_parse_u64(optarg, 100, &v) || v == 0) {
@@ -562,10 +585,14 @@ int cmd_estimate(int argc, char **argv)
 			snprintf(b, sizeof(b), "%lld", (long long)lo);
 			printf("{\"model\":\"%s\",\"max_batch\":%s,\"gpu_memory_bytes\":%"
 			       "llu,"
-			       "\"peak_device_bytes\":%llu}\n",
+			       "\"safety\":\"%s\",\"peak_device_bytes\":%llu,"
+			       "\"peak_device_upper_bytes\":%llu}\n",
 			       argv[optind], b,
 			       (unsigned long long)a.opts.gpu_memory_bytes,
-			       (unsigned long long)(lo > 0 ? e.peak_device_bytes : 0));
+			       colloc_safety_name(a.opts.safety),
+			       (unsigned long long)(lo > 0 ? e.peak_device_bytes : 0),
+			       (unsigned long long)(lo > 0 ? e.peak_device_upper_bytes
+							   : 0));
 		} else if (lo == 0) {
 			char b[32];
 

@@ -216,6 +216,8 @@ static const char submit_usage[] =
 	"    --optimizer NAME   sgd|momentum|adam|adamw|rmsprop|adagrad (adam)\n"
 	"    --precision NAME   fp32|tf32|amp-fp16|amp-bf16 (fp32)\n"
 	"    --loss NAME        cross-entropy|causal-lm|mse|none (cross-entropy)\n"
+	"    --safety point|bound  send the point estimate (default) or its upper\n"
+	"                       bound as the memory need (`colloc estimate --help`)\n"
 	"    --platform NAME    profile from data/platforms/ for the memory\n"
 	"                       estimate and the utilization prediction (default:\n"
 	"                       built-in for memory; for utilization the profile\n"
@@ -248,7 +250,7 @@ struct submit_args {
 	const char *platform;
 	struct cli_dims dims;
 	struct colloc_estimate_opts opts;
-	bool have_optimizer, have_precision, have_loss;
+	bool have_optimizer, have_precision, have_loss, have_safety;
 	uint64_t gpus, mem_bytes;
 	long long priority;
 	double util; /* 0..1 */
@@ -283,7 +285,8 @@ static int estimate_need(const struct submit_args *a, struct colloc_graph **g,
 		*g = NULL;
 		return cli_estimate_error(a->model, rc, &diag);
 	}
-	*bytes = e.peak_device_bytes;
+	*bytes = opts.safety == COLLOC_SAFETY_BOUND ? e.peak_device_upper_bytes
+						    : e.peak_device_bytes;
 	return CLI_OK;
 }
 
@@ -428,6 +431,9 @@ static int model_text(const struct submit_args *a, char *buf, size_t len)
 	if (ok && a->have_loss)
 		ok = appendf(buf, len, &pos, " --loss %s",
 			     colloc_loss_name(a->opts.loss));
+	if (ok && a->have_safety)
+		ok = appendf(buf, len, &pos, " --safety %s",
+			     colloc_safety_name(a->opts.safety));
 	if (ok && a->platform)
 		ok = appendf(buf, len, &pos, " --platform %s", a->platform);
 	for (size_t k = 0; ok && k < a->dims.n_dims; k++)
@@ -452,6 +458,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{"optimizer", required_argument, NULL, 'o'},
 		{"precision", required_argument, NULL, 'p'},
 		{"loss", required_argument, NULL, 'L'},
+		{"safety", required_argument, NULL, 'Y'},
 		{"platform", required_argument, NULL, 'P'},
 		{"util", required_argument, NULL, 'u'},
 		{"name", required_argument, NULL, 'n'},
@@ -518,6 +525,11 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 				return CLI_USAGE;
 			a->have_loss = model_opt = true;
 			break;
+		case 'Y':
+			if (cli_parse_safety(optarg, &a->opts))
+				return CLI_USAGE;
+			a->have_safety = model_opt = true;
+			break;
 		case 'P':
 			a->platform = optarg;
 			model_opt = true;
@@ -579,9 +591,9 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		return CLI_USAGE;
 	}
 	if (model_opt && !a->model) {
-		cli_error("submit: --batch, --dim, --optimizer, --precision, --loss and "
-			  "--platform describe a --model; give --model MODEL or --mem "
-			  "SIZE");
+		cli_error("submit: --batch, --dim, --optimizer, --precision, --loss, "
+			  "--safety and --platform describe a --model; give --model "
+			  "MODEL or --mem SIZE");
 		return CLI_USAGE;
 	}
 	if (a->model && !a->dims.batch) {

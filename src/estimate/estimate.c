@@ -85,6 +85,75 @@ void colloc_estimate_opts_init(struct colloc_estimate_opts *o)
 	o->context_bytes = -1;
 }
 
+const char *colloc_safety_name(int safety)
+{
+	return safety == COLLOC_SAFETY_BOUND ? "bound" : "point";
+}
+
+int colloc_safety_parse(const char *name)
+{
+	if (!name)
+		return -1;
+	for (int k = 0; k < COLLOC_SAFETY_COUNT_; k++)
+		if (strcmp(name, colloc_safety_name(k)) == 0)
+			return k;
+	return -1;
+}
+
+/* Bytes of tensor t as the step allocates it (autocast halves the float
+ * outputs of ops it runs in low precision). */
+static uint64_t step_bytes(const struct colloc_graph *g, int t, bool half)
+{
+	uint64_t b = colloc_tensor_bytes(&g->tensors[t]);
+
+	return half && colloc_dtype_size(g->tensors[t].dtype) == 4 ? b / 2 : b;
+}
+
+/* The upper bound's two terms (colloc/estimate.h says why each). */
+static void bound(const struct colloc_graph *g, const struct colloc__top *tops,
+		  const struct colloc_estimate_opts *opts, struct colloc_estimate *out)
+{
+	bool amp = opts->precision == COLLOC_PREC_AMP_FP16 ||
+		   opts->precision == COLLOC_PREC_AMP_BF16;
+	uint64_t ws = 0, big = 0;
+
+	for (int k = 0; k < g->n_nodes; k++) {
+		const struct colloc__top *tp = &tops[k];
+		const struct colloc_node *n = &g->nodes[tp->node];
+		bool half = amp && (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR ||
+				    tp->kind == OPK_MATMUL);
+
+		if (tp->fwd == FWD_SKIP)
+			continue;
+		for (int o = 0; o < n->n_outputs; o++)
+			if (n->outputs[o] >= 0 && tp->fwd != FWD_VIEW) {
+				uint64_t b = step_bytes(g, n->outputs[o], half);
+
+				big = b > big ? b : big;
+			}
+		if (tp->kind != OPK_CONV)
+			continue;
+		for (int i = 0; i < n->n_inputs && i < 1; i++)
+			if (n->inputs[i] >= 0) {
+				uint64_t b = step_bytes(g, n->inputs[i], amp);
+
+				ws = b > ws ? b : ws;
+			}
+		if (n->n_outputs > 0 && n->outputs[0] >= 0) {
+			uint64_t b = step_bytes(g, n->outputs[0], amp);
+
+			ws = b > ws ? b : ws;
+		}
+	}
+	out->conv_workspace_bytes =
+		ws ? colloc_alloc_segment_size(colloc_alloc_round(ws)) : 0;
+	out->fragmentation_bytes =
+		big ? colloc_alloc_segment_size(colloc_alloc_round(big)) : 0;
+	out->peak_device_upper_bytes = out->peak_device_bytes +
+				       out->conv_workspace_bytes +
+				       out->fragmentation_bytes;
+}
+
 int colloc_estimate_run(const struct colloc_graph *g,
 			const struct colloc_estimate_opts *opts,
 			struct colloc_estimate *out, struct colloc_diag *diag)
@@ -163,9 +232,12 @@ int colloc_estimate_run(const struct colloc_graph *g,
 	out->n_explain = r2.n_live;
 	memcpy(out->explain, r2.live, sizeof(out->explain));
 	out->events = r1.events;
+	bound(g, tops, opts, out);
 	if (opts->gpu_memory_bytes) {
-		out->headroom_bytes =
-			(int64_t)opts->gpu_memory_bytes - (int64_t)out->peak_device_bytes;
+		out->headroom_bytes = (int64_t)opts->gpu_memory_bytes -
+				      (int64_t)(opts->safety == COLLOC_SAFETY_BOUND
+							? out->peak_device_upper_bytes
+							: out->peak_device_bytes);
 		out->fits = out->headroom_bytes >= 0;
 	}
 	rc = 0;

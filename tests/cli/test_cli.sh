@@ -53,7 +53,7 @@ expect estimate-json 0 '"peak_device_bytes":[0-9]+.*"breakdown":\{"params_bytes"
 expect estimate-json-phase 0 '"peak_phase":"(forward|loss|backward|optimizer)"' "$colloc" estimate gpt2 --batch 2 --dim seq=64 --json
 expect estimate-explain 0 "largest tensors alive at the peak" "$colloc" estimate bert_base --batch 2 --dim seq=32 --explain
 expect estimate-eval-mode 0 "peak device" "$colloc" estimate convnext_tiny --batch 4 --optimizer sgd
-expect estimate-fits 0 "fits in 1.00 GiB: NO" "$colloc" estimate resnet50 --batch 64 --gpu-memory 1GiB
+expect estimate-fits 0 "fits in 1.00 GiB \\(point estimate\\): NO" "$colloc" estimate resnet50 --batch 64 --gpu-memory 1GiB
 expect estimate-max-batch 0 "largest batch that fits in 12.0 GiB: [0-9]+" "$colloc" estimate resnet50 --max-batch --gpu-memory 12GiB
 expect estimate-max-batch-platform 0 "largest batch that fits" "$colloc" estimate mobilenet_v2 --max-batch --platform rtx4060-cu124-torch26
 expect estimate-platforms 0 "rtx3060-cu124-torch26" "$colloc" estimate --list-platforms
@@ -80,6 +80,11 @@ expect gpus-create 0 "SIM-[0-9a-f-]+ +colloc simulated GPU" "$colloc" gpus --gpu
 expect gpus-attach-json 0 '"backend":"sim","gpus":\[\{"index":0,"uuid":"SIM-.*"mem_total_bytes":8589934592' "$colloc" gpus --gpus "sim:path=$tmp/g.state" --json
 expect gpus-bad-backend 1 "unknown GPU backend 'foo'" "$colloc" gpus --gpus foo:1
 expect gpus-help 0 "--gpus SPEC" "$colloc" gpus --help
+
+expect safety-bound 0 "fits in 8.00 GiB \\(upper bound\\): yes" "$colloc" estimate resnet50 --batch 16 --gpu-memory 8GiB --safety bound
+expect safety-json 0 '"peak_device_upper_bytes":[0-9]+,"upper_bound_parts":\{"conv_workspace_bytes":[0-9]+' "$colloc" estimate resnet50 --batch 16 --json
+expect safety-max-batch 0 '"safety":"bound"' "$colloc" estimate resnet50 --max-batch --gpu-memory 16GiB --safety bound --json
+expect safety-bad 2 "--safety: 'x' is not one of point, bound" "$colloc" estimate resnet50 --batch 2 --safety x
 
 expect ops-list 0 "^Conv +convolution +saves its input" "$colloc" ops
 expect ops-one 0 "^Mul +elementwise" "$colloc" ops Mul

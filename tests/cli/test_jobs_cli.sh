@@ -197,6 +197,14 @@ if peak=$("$colloc" estimate resnet18 --batch 4 --optimizer sgd --json 2>/dev/nu
 else
 	bad "colloc estimate resnet18 failed (COLLOC_DATA_DIR=$COLLOC_DATA_DIR)"
 fi
+if upper=$("$colloc" estimate resnet18 --batch 4 --optimizer sgd --json 2>/dev/null |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_device_upper_bytes"])'); then
+	json_ok submit-model-bound "$colloc" submit --json --model resnet18 --batch 4 --optimizer sgd \
+		--safety bound /bin/true
+	is "$(jq_py 'j["mem_need_bytes"], j["model"]')" \
+		"$upper resnet18 --batch 4 --optimizer sgd --safety bound" \
+		"submit --model --safety bound: need is the estimate's upper bound"
+fi
 
 # The utilization need: the graph's prediction (on the daemon's GPU 0's
 # profile: none matches a simulated GPU, so the built-in one), --util over

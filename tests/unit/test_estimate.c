@@ -175,6 +175,25 @@ static void test_fit_and_determinism(void **state)
 	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
 	assert_false(b.fits);
 	assert_int_equal(b.headroom_bytes, -1);
+	/* The upper bound: the point estimate plus a cuDNN workspace of the
+	 * largest convolution operand (ResNet's first conv output, 64 x 112 x
+	 * 112 floats per sample) and one more segment for fragmentation; the
+	 * fit under --safety bound tests it. */
+	assert_int_equal(a.peak_device_upper_bytes, a.peak_device_bytes +
+							    a.conv_workspace_bytes +
+							    a.fragmentation_bytes);
+	assert_true(a.conv_workspace_bytes >= 16ull * 64 * 112 * 112 * 4);
+	assert_true(a.fragmentation_bytes >= a.conv_workspace_bytes);
+	o.safety = COLLOC_SAFETY_BOUND;
+	o.gpu_memory_bytes = a.peak_device_upper_bytes;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
+	assert_true(b.fits);
+	o.gpu_memory_bytes = a.peak_device_bytes;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
+	assert_false(b.fits);
+	o.safety = COLLOC_SAFETY_POINT;
+	assert_int_equal(colloc_safety_parse("bound"), COLLOC_SAFETY_BOUND);
+	assert_int_equal(colloc_safety_parse("Bound"), -1);
 	/* SGD keeps no state; Adam keeps two copies of the parameters. */
 	o.optimizer = COLLOC_OPT_SGD;
 	assert_int_equal(colloc_estimate_run(c.g, &o, &b, &diag), 0);
