@@ -60,6 +60,26 @@ struct colloc_platform {
 	char eff_source[256];
 };
 
+/* The file a profile name (data/platforms/NAME.json) or path stands for. */
+void colloc_platform_path(const char *name_or_path, char *path, size_t len);
+
+/*
+ * Calibration of a profile's context_bytes from n measured runs: measured[k]
+ * is a run's peak device memory (NVML, full process on a fresh GPU or
+ * whatever the user's measurement sees), reserved[k] the estimate's
+ * peak_reserved_bytes for the same run under the profile. context_bytes is
+ * the median of measured - reserved (0 if negative), the one offset that
+ * leaves half the runs above and half below; the quantiles say how well one
+ * offset explains them. Returns 0, COLLOC_EUSAGE for n <= 0, -ENOMEM.
+ */
+struct colloc_context_fit {
+	int runs, negative; /* runs; runs whose measured < reserved */
+	uint64_t context_bytes;
+	int64_t p10_bytes, p50_bytes, p90_bytes, max_bytes; /* of measured - reserved */
+};
+int colloc_platform_fit_context(const uint64_t *measured, const uint64_t *reserved, int n,
+				struct colloc_context_fit *out);
+
 /* The built-in profile used when none is given (documented defaults). */
 void colloc_platform_default(struct colloc_platform *p);
 

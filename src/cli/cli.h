@@ -46,6 +46,10 @@ int cli_parse_optimizer(const char *arg, struct colloc_estimate_opts *o);
 int cli_parse_precision(const char *arg, struct colloc_estimate_opts *o);
 /* --safety point|bound: which peak memory decisions trust. */
 int cli_parse_safety(const char *arg, struct colloc_estimate_opts *o);
+/* `colloc estimate --calibrate CSV --platform BASE [--out FILE]`
+ * (cmd_calibrate.c): returns the exit status. */
+int cli_calibrate(const char *csv, const char *platform, const char *out_path,
+		  const struct colloc_estimate_opts *opts);
 int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o);
 
 /*

@@ -48,6 +48,10 @@ static const char estimate_usage[] =
 	"  --gpu-memory SIZE      say whether the job fits, with the headroom\n"
 	"                         (default with --max-batch: the profile's GPU)\n"
 	"  --max-batch            print the largest batch that fits\n"
+	"  --calibrate RUNS.csv   fit --platform's context_bytes to your measured\n"
+	"                         runs and print the new profile (--out FILE\n"
+	"                         writes it); RUNS.csv: model,batch,peak_bytes\n"
+	"                         [,optimizer,precision,loss,dims] (docs/estimator.md)\n"
 	"  --safety point|bound   what --gpu-memory and --max-batch test: the point\n"
 	"                         estimate (default) or its upper bound, which adds\n"
 	"                         cuDNN's workspace choice and one segment of\n"
@@ -394,6 +398,8 @@ int cmd_estimate(int argc, char **argv)
 		{"iterations", required_argument, NULL, 'i'},
 		{"max-batch", no_argument, NULL, 'm'},
 		{"safety", required_argument, NULL, 'S'},
+		{"calibrate", required_argument, NULL, 'C'},
+		{"out", required_argument, NULL, 'O'},
 		{"explain", no_argument, NULL, 'e'},
 		{"json", no_argument, NULL, 'j'},
 		{"data-loader-ms", required_argument, NULL, 'D'},
@@ -407,7 +413,7 @@ int cmd_estimate(int argc, char **argv)
 	struct colloc_diag diag = {{0}};
 	struct colloc_graph *g = NULL;
 	struct colloc_estimate e;
-	const char *platform = NULL;
+	const char *platform = NULL, *calibrate = NULL, *out_path = NULL;
 	uint64_t v;
 	int c, rc;
 
@@ -460,6 +466,12 @@ int cmd_estimate(int argc, char **argv)
 			if (cli_parse_safety(optarg, &a.opts))
 				return CLI_USAGE;
 			break;
+		case 'C':
+			calibrate = optarg;
+			break;
+		case 'O':
+			out_path = optarg;
+			break;
 		case 'i':
 			if (colloc_parse_u64(optarg, 100, &v) || v == 0) {
 				cli_error("--iterations wants 1..100, not '%s'", optarg);
@@ -507,6 +519,19 @@ int cmd_estimate(int argc, char **argv)
 				  argv[optind - 1]);
 			return CLI_USAGE;
 		}
+	}
+	if (calibrate) {
+		if (optind < argc) {
+			cli_error("estimate --calibrate takes the models from %s; drop "
+				  "'%s'",
+				  calibrate, argv[optind]);
+			return CLI_USAGE;
+		}
+		return cli_calibrate(calibrate, platform, out_path, &a.opts);
+	}
+	if (out_path) {
+		cli_error("estimate: --out is for --calibrate");
+		return CLI_USAGE;
 	}
 	if (optind != argc - 1) {
 		cli_error(

@@ -234,6 +234,48 @@ int colloc_platform_parse(const char *text, size_t len, struct colloc_platform *
 	return rc;
 }
 
+void colloc_platform_path(const char *name_or_path, char *path, size_t len)
+{
+	if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
+		snprintf(path, len, "%s", name_or_path);
+	else
+		snprintf(path, len, "%s/platforms/%s.json", colloc_data_dir(),
+			 name_or_path);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int colloc_platform_fit_context(const uint64_t *measured, const uint64_t *reserved, int n,
+				struct colloc_context_fit *out)
+{
+	int64_t *d;
+
+	memset(out, 0, sizeof(*out));
+	if (n <= 0 || !measured || !reserved)
+		return COLLOC_EUSAGE;
+	d = malloc((size_t)n * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (int k = 0; k < n; k++) {
+		d[k] = (int64_t)measured[k] - (int64_t)reserved[k];
+		out->negative += d[k] < 0;
+	}
+	qsort(d, (size_t)n, sizeof(*d), cmp_i64);
+	out->runs = n;
+	out->p10_bytes = d[(n - 1) / 10];
+	out->p50_bytes = d[(n - 1) / 2];
+	out->p90_bytes = d[(n - 1) * 9 / 10];
+	out->max_bytes = d[n - 1];
+	out->context_bytes = out->p50_bytes > 0 ? (uint64_t)out->p50_bytes : 0;
+	free(d);
+	return 0;
+}
+
 int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 			 struct colloc_diag *diag)
 {
@@ -243,11 +285,7 @@ int colloc_platform_load(const char *name_or_path, struct colloc_platform *out,
 	FILE *f;
 	int rc;
 
-	if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
-		snprintf(path, sizeof(path), "%s", name_or_path);
-	else
-		snprintf(path, sizeof(path), "%s/platforms/%s.json", colloc_data_dir(),
-			 name_or_path);
+	colloc_platform_path(name_or_path, path, sizeof(path));
 	f = fopen(path, "rb");
 	if (!f) {
 		rc = -errno;

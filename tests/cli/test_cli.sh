@@ -86,6 +86,21 @@ expect safety-json 0 '"peak_device_upper_bytes":[0-9]+,"upper_bound_parts":\{"co
 expect safety-max-batch 0 '"safety":"bound"' "$colloc" estimate resnet50 --max-batch --gpu-memory 16GiB --safety bound --json
 expect safety-bad 2 "--safety: 'x' is not one of point, bound" "$colloc" estimate resnet50 --batch 2 --safety x
 
+# --calibrate: runs measured 300 MiB above the estimated reserved peak fit a
+# context of exactly 300 MiB, written as a profile that loads.
+r1=$("$colloc" estimate resnet18 --batch 4 --platform rtx3060-cu124-torch26 --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
+r2=$("$colloc" estimate resnet18 --batch 8 --optimizer sgd --platform rtx3060-cu124-torch26 --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
+printf '# measured\nmodel,batch,optimizer,peak_bytes\nresnet18,4,,%s\nresnet18,8,sgd,%s\n' \
+	$((r1 + 314572800)) $((r2 + 314572800)) >"$tmp/runs.csv"
+expect calibrate 0 "context_bytes 300.0 MiB" "$colloc" estimate --calibrate "$tmp/runs.csv" --platform rtx3060-cu124-torch26 --out "$tmp/cal.json"
+expect calibrate-profile 0 "reserved \\+ 300 MiB CUDA context" "$colloc" estimate resnet18 --batch 4 --platform "$tmp/cal.json"
+expect calibrate-no-base 2 "--calibrate needs --platform BASE" "$colloc" estimate --calibrate "$tmp/runs.csv"
+printf 'model,batch\nresnet18,2\n' >"$tmp/bad.csv"
+expect calibrate-bad-header 1 "must name the columns model, batch and peak_bytes" "$colloc" estimate --calibrate "$tmp/bad.csv" --platform rtx3060-cu124-torch26
+printf 'model,batch,peak_bytes\nresnet18,2,lots\n' >"$tmp/bad.csv"
+expect calibrate-bad-peak 1 "bad.csv:2: peak_bytes 'lots' is not a positive size" "$colloc" estimate --calibrate "$tmp/bad.csv" --platform rtx3060-cu124-torch26
+expect calibrate-missing 1 "cannot open" "$colloc" estimate --calibrate "$tmp/nope.csv" --platform rtx3060-cu124-torch26
+
 expect ops-list 0 "^Conv +convolution +saves its input" "$colloc" ops
 expect ops-one 0 "^Mul +elementwise" "$colloc" ops Mul
 expect ops-unknown 1 "does not support op 'LSTMX'" "$colloc" ops LSTMX
