@@ -85,8 +85,10 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 			if (cli_parse_dim(tok, &d))
 				goto bad;
 	}
-	if ((rc = cli_model_load(f[col[C_MODEL]], &g)))
-		goto bad;
+	if ((rc = cli_model_load(f[col[C_MODEL]], &g))) {
+		cli_error("%s:%d: the run above cannot be estimated", csv, lineno);
+		return rc;
+	}
 	rc = cli_estimate_at(g, &d, d.batch, &o, &e, &diag);
 	colloc_graph_destroy(g);
 	if (rc) {
@@ -211,7 +213,7 @@ int cli_calibrate(const char *csv, const char *platform, const char *out_path,
 	n = read_runs(csv, &base, measured, reserved);
 	if (n < 0)
 		return -n;
-	if ((rc = colloc_platform_fit_context(measured, reserved, n, &fit)))
+	if (colloc_platform_fit_context(measured, reserved, n, &fit))
 		return CLI_ERROR;
 	fprintf(stderr,
 		"calibrate: %d runs; measured - estimated reserved: p10 %.1f MiB, "

@@ -697,7 +697,6 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 	struct tr_ctx cx;
 
 	(void)precision;
-	(void)diag;
 	absorbed = calloc((size_t)g->n_nodes + 1, sizeof(*absorbed));
 	matched = calloc((size_t)g->n_nodes + 1, sizeof(*matched));
 	req = calloc((size_t)g->n_tensors + 1, sizeof(*req));
@@ -744,6 +743,21 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 		}
 		if (!matched[k])
 			classify(g, &cx, k, &tops[k]);
+		if (tops[k].op && tops[k].op->train == COLLOC__TR_REFUSE &&
+		    tops[k].fwd != FWD_SKIP) {
+			char where[160];
+
+			colloc_node_describe(g, k, where, sizeof(where));
+			free(absorbed);
+			free(matched);
+			free(req);
+			return colloc_diag_set(
+				diag, COLLOC_EUNSUPPORTED,
+				"%s: colloc does not model the training memory of %s "
+				"yet (cuDNN's RNN reserve space is unmeasured); `colloc "
+				"inspect` reads the graph",
+				where, tops[k].op->name);
+		}
 		if (tops[k].kind == OPK_POOL_AVG && tops[k].in[0] != n->inputs[0]) {
 			int pn = g->tensors[n->inputs[0]].producer;
 

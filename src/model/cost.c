@@ -128,6 +128,17 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 	}
 	case COLLOC__COST_PER_INPUT:
 		return x ? colloc_tensor_numel(x) : 0;
+	case COLLOC__COST_RNN: {
+		/* Every step and direction multiplies [x_t, h_{t-1}] by the
+		 * gates' weights: W is [dirs, gates x hidden, input]. */
+		int64_t hidden = colloc_node_attr_int(n, "hidden_size", 0);
+
+		if (!x || x->rank != 3 || !w || w->rank != 3 || hidden <= 0)
+			return 0;
+		return sat_mul(sat_mul(sat_mul(2, (uint64_t)(x->shape[0] * x->shape[1])),
+				       (uint64_t)(w->shape[0] * w->shape[1])),
+			       (uint64_t)(x->shape[2] + hidden));
+	}
 	default:
 		return 0;
 	}

@@ -80,6 +80,8 @@ static const struct colloc__op table[] = {
 	 COLLOC__TR_VIEW, COLLOC__VIEW_RESHAPE, COLLOC__AMP_FOLLOW, true},
 	{"Floor", "elementwise", colloc__shape_unary, COLLOC__COST_NONE, 0,
 	 COLLOC__TR_COPY, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
+	{"GRU", "recurrent", colloc__shape_rnn, COLLOC__COST_RNN, 3, COLLOC__TR_REFUSE,
+	 COLLOC__VIEW_NONE, COLLOC__AMP_LOW, false},
 	{"Gather", "data movement", colloc__shape_gather, COLLOC__COST_NONE, 0,
 	 COLLOC__TR_GATHER, COLLOC__VIEW_SELECT, COLLOC__AMP_FOLLOW, false},
 	{"GatherElements", "data movement", colloc__shape_gather_elements,
@@ -110,6 +112,8 @@ static const struct colloc__op table[] = {
 	 COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"IsNaN", "elementwise", colloc__shape_not, COLLOC__COST_NONE, 0, COLLOC__TR_COPY,
 	 COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
+	{"LSTM", "recurrent", colloc__shape_rnn, COLLOC__COST_RNN, 4, COLLOC__TR_REFUSE,
+	 COLLOC__VIEW_NONE, COLLOC__AMP_LOW, false},
 	{"LayerNormalization", "normalization", colloc__shape_layernorm,
 	 COLLOC__COST_PER_OUTPUT, 5, COLLOC__TR_LAYERNORM, COLLOC__VIEW_NONE,
 	 COLLOC__AMP_FP32, false},
@@ -153,6 +157,8 @@ static const struct colloc__op table[] = {
 	 COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"Pow", "elementwise", colloc__shape_arith, COLLOC__COST_PER_OUTPUT, 1,
 	 COLLOC__TR_POW, COLLOC__VIEW_NONE, COLLOC__AMP_FP32, false},
+	{"RNN", "recurrent", colloc__shape_rnn, COLLOC__COST_RNN, 1, COLLOC__TR_REFUSE,
+	 COLLOC__VIEW_NONE, COLLOC__AMP_LOW, false},
 	{"Range", "shape arithmetic", colloc__shape_range, COLLOC__COST_NONE, 0,
 	 COLLOC__TR_HOST, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"Reciprocal", "elementwise", colloc__shape_unary, COLLOC__COST_PER_OUTPUT, 1,
@@ -320,6 +326,9 @@ const char *colloc__train_rule_doc(int rule)
 		return "a view (reshape copies when the strides do not allow)";
 	case COLLOC__TR_WHERE:
 		return "saves the condition";
+	case COLLOC__TR_REFUSE:
+		return "not modelled: `colloc estimate` refuses (cuDNN's RNN reserve "
+		       "space is unmeasured)";
 	default:
 		return "";
 	}
@@ -351,6 +360,8 @@ static const char *cost_doc(int cost, int per)
 		return "output x kernel elements";
 	case COLLOC__COST_PER_INPUT:
 		return "1 per input element";
+	case COLLOC__COST_RNN:
+		return "2 x seq x dirs x batch x (input + hidden) x gates x hidden";
 	default:
 		return "0 (data movement)";
 	}

@@ -34,6 +34,8 @@ enum colloc__cost_rule {
 	COLLOC__COST_PER_OUTPUT, /* flops_per_elem x output elements */
 	COLLOC__COST_POOL, /* output elements x kernel elements */
 	COLLOC__COST_PER_INPUT, /* reductions: one per input element */
+	COLLOC__COST_RNN, /* per step and direction: 2 x batch x (input +
+			   * hidden) x gates x hidden */
 };
 
 /* What the PyTorch op behind a node does in training (train_ops.c turns
@@ -68,6 +70,7 @@ enum colloc__train_rule {
 	COLLOC__TR_SLICE,
 	COLLOC__TR_VIEW, /* reshape family, transpose, expand */
 	COLLOC__TR_WHERE, /* saves the condition */
+	COLLOC__TR_REFUSE, /* training memory not modelled: estimate refuses */
 	COLLOC__TR_COUNT_
 };
 

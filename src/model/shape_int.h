@@ -67,6 +67,7 @@ int colloc__shape_topk(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_transpose(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_unary(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_unsqueeze(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_rnn(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_where(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_einsum_unsupported(struct colloc__infer *c,
 				     const struct colloc_node *n);

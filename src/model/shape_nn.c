@@ -256,6 +256,53 @@ int colloc__shape_gemm(struct colloc__infer *c, const struct colloc_node *n)
 	return set_out(c, n, 0, a->dtype, 2, shape);
 }
 
+/*
+ * LSTM, GRU and RNN (ONNX opset 7-14): X [seq, batch, input] (layout 0) or
+ * [batch, seq, input] (layout 1, opset 14), W [dirs, gates x hidden,
+ * input]. Outputs Y [seq, dirs, batch, hidden] (layout 1: [batch, seq,
+ * dirs, hidden]), Y_h and (LSTM) Y_c [dirs, batch, hidden] (layout 1:
+ * [batch, dirs, hidden]).
+ */
+int colloc__shape_rnn(struct colloc__infer *c, const struct colloc_node *n)
+{
+	struct colloc_tensor *x, *w;
+	int64_t hidden = colloc_node_attr_int(n, "hidden_size", 0);
+	int64_t layout = colloc_node_attr_int(n, "layout", 0), seq, batch, dirs;
+	int64_t y[4], yh[3];
+	const struct colloc_attr *dir = colloc_node_attr(n, "direction");
+	int rc;
+
+	if ((rc = need_in(c, n, 0, &x)) || (rc = need_in(c, n, 1, &w)))
+		return rc;
+	if (x->rank != 3 || w->rank != 3)
+		return fail(c, COLLOC_ESHAPE, "X and W have ranks %d and %d, expected 3",
+			    x->rank, w->rank);
+	if (hidden <= 0)
+		return fail(c, COLLOC_EFORMAT, "hidden_size %lld is not positive",
+			    (long long)hidden);
+	dirs = dir && dir->type == COLLOC_ATTR_STRING &&
+			       strcmp(dir->s, "bidirectional") == 0
+		       ? 2
+		       : 1;
+	if (w->shape[0] != dirs)
+		return fail(c, COLLOC_ESHAPE,
+			    "W has %lld directions, direction says %lld",
+			    (long long)w->shape[0], (long long)dirs);
+	seq = layout ? x->shape[1] : x->shape[0];
+	batch = layout ? x->shape[0] : x->shape[1];
+	if (layout) {
+		y[0] = batch, y[1] = seq, y[2] = dirs, y[3] = hidden;
+		yh[0] = batch, yh[1] = dirs, yh[2] = hidden;
+	} else {
+		y[0] = seq, y[1] = dirs, y[2] = batch, y[3] = hidden;
+		yh[0] = dirs, yh[1] = batch, yh[2] = hidden;
+	}
+	if ((rc = set_out(c, n, 0, x->dtype, 4, y)) ||
+	    (rc = set_out(c, n, 1, x->dtype, 3, yh)))
+		return rc;
+	return set_out(c, n, 2, x->dtype, 3, yh);
+}
+
 int colloc__shape_matmul(struct colloc__infer *c, const struct colloc_node *n)
 {
 	struct colloc_tensor *a, *b;

@@ -9,6 +9,7 @@
  *     the file holds (a trainable weight with inline values is still a
  *     variable; a tensor computed from a non-grad input is not);
  *   - mean.dim keeps its input for backward in torch 1.x, not in 2.x;
+ *   - LSTM/GRU: shapes and FLOPs, and a training estimate that refuses;
  *   - `colloc ops` documentation covers every op and pattern.
  * Every graph: x[8,64] -> Gemm(W) -> h -> (the op under test) -> y, MSE
  * loss (which saves nothing that saved_activation_bytes counts), so the
@@ -24,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "colloc/cost.h"
 #include "colloc/estimate.h"
 #include "colloc/onnx.h"
 #include "colloc/ops.h"
@@ -186,6 +188,69 @@ static void test_version_rules(void **state)
 	assert_int_equal(saved_bytes(14, b_mean, "2.6"), 0);
 }
 
+/* LSTM and GRU: shapes and FLOPs by the ONNX spec, and an estimate that
+ * refuses with the reason instead of guessing cuDNN's reserve space. */
+static void test_rnn(void **state)
+{
+	static const char *const ops[] = {"LSTM", "GRU"};
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		int gates = k == 0 ? 4 : 3;
+		struct ob_model *m = ob_model_create(14);
+		Onnx__GraphProto *gp = ob_model_graph(m);
+		struct colloc_diag diag = {{0}};
+		struct colloc_graph *g = NULL;
+		/* time-major X: the batch is dim 1, bound by name */
+		struct colloc_binding bb = {"batch", 4};
+		struct colloc_bind_opts bo = {0, &bb, 1};
+		struct colloc_estimate_opts o;
+		struct colloc_estimate e;
+		Onnx__TensorProto *t;
+		Onnx__NodeProto *nd;
+		char dims[32];
+		uint8_t *buf = NULL;
+		size_t len = 0;
+		const struct colloc_tensor *y;
+
+		ob_input(m, gp, "x", 1, "16,batch,32");
+		snprintf(dims, sizeof(dims), "2,%d,32", gates * 64);
+		t = ob_tensor(m, "w", 1, dims);
+		ob_tensor_external(m, t, "weights");
+		ob_init(m, gp, t);
+		snprintf(dims, sizeof(dims), "2,%d,64", gates * 64);
+		t = ob_tensor(m, "r", 1, dims);
+		ob_tensor_external(m, t, "weights");
+		ob_init(m, gp, t);
+		nd = ob_node(m, gp, ops[k], NULL, "x,w,r", "y,yh");
+		ob_attr_int(m, nd, "hidden_size", 64);
+		ob_attr_string(m, nd, "direction", "bidirectional");
+		ob_output(m, gp, "y", 1, "16,2,batch,64");
+		assert_int_equal(ob_model_pack(m, &buf, &len), 0);
+		ob_model_destroy(m);
+		assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag), 0);
+		free(buf);
+		if (colloc_graph_infer(g, &bo, &diag))
+			fail_msg("%s: %s", ops[k], diag.msg);
+		colloc_graph_cost(g, NULL);
+		y = &g->tensors[g->nodes[0].outputs[0]];
+		assert_int_equal(y->rank, 4);
+		assert_int_equal(y->shape[0], 16);
+		assert_int_equal(y->shape[1], 2);
+		assert_int_equal(y->shape[2], 4);
+		assert_int_equal(y->shape[3], 64);
+		assert_int_equal(g->tensors[g->nodes[0].outputs[1]].shape[0], 2);
+		/* 2 x (seq x batch) x (dirs x gates x hidden) x (input + hidden) */
+		assert_int_equal(g->nodes[0].flops,
+				 2ull * 16 * 4 * (2ull * gates * 64) * (32 + 64));
+		colloc_estimate_opts_init(&o);
+		assert_int_equal(colloc_estimate_run(g, &o, &e, &diag),
+				 COLLOC_EUNSUPPORTED);
+		assert_non_null(strstr(diag.msg, "does not model the training memory"));
+		colloc_graph_destroy(g);
+	}
+}
+
 static void test_docs(void **state)
 {
 	struct colloc_op_doc d;
@@ -216,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_fused_patterns),
 		cmocka_unit_test(test_mul_by_requires_grad),
 		cmocka_unit_test(test_version_rules),
+		cmocka_unit_test(test_rnn),
 		cmocka_unit_test(test_docs),
 	};
 
