@@ -21,10 +21,20 @@
  * per BatchNormalization node.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "colloc/error.h"
 #include "model/graph_int.h"
+#include "model/ops.h"
+
+static int train_rule(const struct colloc_node *n)
+{
+	const struct colloc__op *op = colloc__node_op(n);
+
+	return op ? op->train : -1;
+}
 
 static bool exporter_name(const char *s)
 {
@@ -55,7 +65,7 @@ void colloc__graph_classify_params(struct colloc_graph *g)
 	for (int k = 0; k < g->n_nodes; k++) {
 		const struct colloc_node *n = &g->nodes[k];
 
-		if (strcmp(n->op_type, "BatchNormalization") != 0)
+		if (train_rule(n) != COLLOC__TR_BATCHNORM)
 			continue;
 		for (int in = 3; in < 5 && in < n->n_inputs; in++) {
 			int t = n->inputs[in];
@@ -64,6 +74,15 @@ void colloc__graph_classify_params(struct colloc_graph *g)
 				g->tensors[t].param_class = COLLOC_PARAM_BUFFER;
 		}
 	}
+}
+
+/* Transpose and Identity (views) and Cast (autocast exports): what an
+ * exporter puts between a weight and the op that reads it. */
+static bool passes_weight(const struct colloc__op *op)
+{
+	return op && (op->view == COLLOC__VIEW_TRANSPOSE ||
+		      (op->train == COLLOC__TR_VIEW && op->view == COLLOC__VIEW_SELECT) ||
+		      op->shape == colloc__shape_cast);
 }
 
 /* The input of node n that holds its weight, through the Transpose /
@@ -77,23 +96,71 @@ static int weight_source(const struct colloc_graph *g, int t)
 		if (x->role == COLLOC_TENSOR_INITIALIZER || x->producer < 0)
 			return t;
 		p = &g->nodes[x->producer];
-		if (strcmp(p->op_type, "Transpose") != 0 &&
-		    strcmp(p->op_type, "Identity") != 0 &&
-		    strcmp(p->op_type, "Cast") != 0)
+		if (!passes_weight(colloc__node_op(p)))
 			return t;
 		t = p->n_inputs > 0 ? p->inputs[0] : -1;
 	}
 	return t;
 }
 
+/*
+ * torch.onnx's eval-mode export de-duplicates equal-valued initializers:
+ * the all-ones weights and all-zeros biases of a fresh model's BatchNorms
+ * become one tensor read by several BatchNormalization nodes. PyTorch
+ * never ties BatchNorm parameters, so a tensor shared that way means
+ * parameters were merged away.
+ */
+static int check_merged_bn(const struct colloc_graph *g, struct colloc_diag *diag)
+{
+	int *readers = calloc((size_t)g->n_tensors + 1, sizeof(*readers));
+	int rc = 0;
+
+	if (!readers)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	for (int k = 0; k < g->n_nodes && !rc; k++) {
+		const struct colloc_node *n = &g->nodes[k];
+
+		if (train_rule(n) != COLLOC__TR_BATCHNORM)
+			continue;
+		for (int in = 1; in < 3 && in < n->n_inputs && !rc; in++) {
+			int t = weight_source(g, n->inputs[in]);
+			char where[160];
+
+			if (t < 0 ||
+			    g->tensors[t].param_class != COLLOC_PARAM_TRAINABLE ||
+			    ++readers[t] < 2)
+				continue;
+			colloc_node_describe(g, k, where, sizeof(where));
+			rc = colloc_diag_set(
+				diag, COLLOC_EUNSUPPORTED,
+				"%s reads BatchNorm parameter '%s', which another "
+				"BatchNormalization reads too: the export merged "
+				"equal-valued initializers (torch.onnx does in eval "
+				"mode), so some modules' parameters are missing. "
+				"Re-export in training mode: torch.onnx.export(model."
+				"train(), x, \"model.onnx\", "
+				"training=torch.onnx.TrainingMode.TRAINING, "
+				"do_constant_folding=False, "
+				"dynamic_axes={\"input\": {0: \"batch\"}}) "
+				"(or tools/colloc-export.py)",
+				where, g->tensors[t].name);
+		}
+	}
+	free(readers);
+	return rc;
+}
+
 int colloc_graph_check_params(const struct colloc_graph *g, struct colloc_diag *diag)
 {
+	int rc = check_merged_bn(g, diag);
+
+	if (rc)
+		return rc;
 	for (int k = 0; k < g->n_nodes; k++) {
 		const struct colloc_node *n = &g->nodes[k];
-		bool conv = strcmp(n->op_type, "Conv") == 0 ||
-			    strcmp(n->op_type, "ConvTranspose") == 0;
-		bool mm = strcmp(n->op_type, "Gemm") == 0 ||
-			  strcmp(n->op_type, "MatMul") == 0;
+		int rule = train_rule(n);
+		bool conv = rule == COLLOC__TR_CONV;
+		bool mm = rule == COLLOC__TR_GEMM || rule == COLLOC__TR_MATMUL;
 		char where[160];
 
 		if (!conv && !mm)

@@ -251,6 +251,58 @@ static void test_rnn(void **state)
 	}
 }
 
+/* An eval export that merged two BatchNorms' equal weights into one
+ * initializer is refused (PyTorch never ties BatchNorm parameters); the
+ * same graph with a weight per BatchNorm is estimated. */
+static int merged_bn_rc(bool merged)
+{
+	struct ob_model *m = ob_model_create(14);
+	Onnx__GraphProto *gp = ob_model_graph(m);
+	struct colloc_diag diag = {{0}};
+	struct colloc_graph *g = NULL;
+	struct colloc_bind_opts bo = {2, NULL, 0};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	static const float one[4] = {1, 1, 1, 1}, zero[4] = {0, 0, 0, 0};
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	ob_input(m, gp, "x", 1, "batch,4,8,8");
+	ob_init_f32(m, gp, "bn1.weight", "4", 4, one);
+	ob_init_f32(m, gp, "bn1.bias", "4", 4, zero);
+	ob_init_f32(m, gp, "bn2.weight", "4", 4, one);
+	ob_init_f32(m, gp, "bn2.bias", "4", 4, zero);
+	ob_init_f32(m, gp, "bn1.running_mean", "4", 4, zero);
+	ob_init_f32(m, gp, "bn1.running_var", "4", 4, one);
+	ob_node(m, gp, "BatchNormalization", NULL,
+		"x,bn1.weight,bn1.bias,bn1.running_mean,bn1.running_var", "h");
+	ob_node(m, gp, "BatchNormalization", NULL,
+		merged ? "h,bn1.weight,bn1.bias,bn1.running_mean,bn1.running_var"
+		       : "h,bn2.weight,bn2.bias,bn1.running_mean,bn1.running_var",
+		"y");
+	ob_output(m, gp, "y", 1, "batch,4,8,8");
+	assert_int_equal(ob_model_pack(m, &buf, &len), 0);
+	ob_model_destroy(m);
+	assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag), 0);
+	free(buf);
+	assert_int_equal(colloc_graph_infer(g, &bo, &diag), 0);
+	colloc_estimate_opts_init(&o);
+	o.loss = COLLOC_LOSS_MSE;
+	rc = colloc_estimate_run(g, &o, &e, &diag);
+	if (merged)
+		assert_non_null(strstr(diag.msg, "merged equal-valued initializers"));
+	colloc_graph_destroy(g);
+	return rc;
+}
+
+static void test_merged_batchnorm(void **state)
+{
+	(void)state;
+	assert_int_equal(merged_bn_rc(false), 0);
+	assert_int_equal(merged_bn_rc(true), COLLOC_EUNSUPPORTED);
+}
+
 static void test_docs(void **state)
 {
 	struct colloc_op_doc d;
@@ -282,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_mul_by_requires_grad),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_rnn),
+		cmocka_unit_test(test_merged_batchnorm),
 		cmocka_unit_test(test_docs),
 	};
 
