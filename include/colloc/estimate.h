@@ -78,8 +78,12 @@ struct colloc_estimate_opts {
 	int iterations; /* training iterations to replay; 0 = 3 */
 	/* Platform fixed costs; NULL = the built-in default profile. */
 	const struct colloc_platform *platform;
-	/* Override of the platform's CUDA context bytes; < 0 = keep. */
+	/* Override of the platform's context_bytes; < 0 = keep. */
 	int64_t context_bytes;
+	/* Leave the profile's cuda_context_bytes out of peak_device_bytes:
+	 * for comparing with measurements that subtract the context (a
+	 * baseline taken after CUDA initialised). */
+	bool exclude_cuda_context;
 	/* Device memory to test the fit against; 0 = none. */
 	uint64_t gpu_memory_bytes;
 	/* Which peak `fits` and `headroom_bytes` test (enum colloc_safety). */
@@ -106,7 +110,8 @@ struct colloc_breakdown {
 				     * flight, gradient buffers, workspaces,
 				     * inputs, loss */
 	uint64_t allocator_overhead_bytes; /* reserved - allocated */
-	uint64_t context_bytes; /* CUDA context and libraries */
+	uint64_t context_bytes; /* CUDA context and libraries: the profile's
+				 * context_bytes + cuda_context_bytes */
 };
 
 #define COLLOC_EXPLAIN_MAX 16

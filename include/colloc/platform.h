@@ -24,13 +24,17 @@ struct colloc_platform {
 	/* Device memory of the CUDA context, loaded kernels and library
 	 * handles, outside the caching allocator. */
 	uint64_t context_bytes;
+	/* The CUDA context itself on a fresh process, which a measurement
+	 * that subtracts its first NVML sample does not see; peak device =
+	 * reserved + context_bytes + cuda_context_bytes. */
+	uint64_t cuda_context_bytes;
 	/* cuBLAS workspace, allocated through the caching allocator at the
 	 * first matmul and kept (PyTorch >= 1.11; size by GPU arch). */
 	uint64_t cublas_workspace_bytes;
 	/* Upper bound on cuDNN convolution workspaces allocated through the
 	 * caching allocator around each convolution (benchmark off). */
 	uint64_t cudnn_workspace_bytes;
-	char source[512]; /* where the numbers come from */
+	char source[1024]; /* where the numbers come from */
 
 	/* Compute facts for the step-time and utilization predictor
 	 * (colloc/perf.h). 0 = unknown (the predictor then refuses to

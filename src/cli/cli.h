@@ -49,7 +49,7 @@ int cli_parse_safety(const char *arg, struct colloc_estimate_opts *o);
 /* `colloc estimate --calibrate CSV --platform BASE [--out FILE]`
  * (cmd_calibrate.c): returns the exit status. */
 int cli_calibrate(const char *csv, const char *platform, const char *out_path,
-		  const struct colloc_estimate_opts *opts);
+		  bool subtracted, const struct colloc_estimate_opts *opts);
 int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o);
 
 /*

@@ -7,7 +7,14 @@
  * model (an .onnx file or zoo name), batch, peak_bytes (measured peak
  * device memory of the run, bytes or a size such as 3.2GiB). Optional:
  * optimizer, precision, loss, dims ("seq=128" or "seq=128;dec_seq=64").
- * Lines starting with '#' and blank lines are skipped. Bounded: lines of at
+ * Lines starting with '#' and blank lines are skipped.
+ *
+ * The peaks are taken as full-process measurements on a fresh GPU (NVML's
+ * per-process memory), which include the CUDA context: the fit is
+ * context_bytes = median(measured - reserved - cuda_context_bytes). With
+ * --context-subtracted (measurements that subtract a baseline taken after
+ * CUDA initialised, as data/measurements/xmem_dev.csv) the context is not
+ * subtracted again. Bounded: lines of at
  * most 4095 bytes, at most 4096 runs.
  */
 #include <cjson/cJSON.h>
@@ -186,7 +193,7 @@ static double mib(int64_t b)
 }
 
 int cli_calibrate(const char *csv, const char *platform, const char *out_path,
-		  const struct colloc_estimate_opts *opts)
+		  bool subtracted, const struct colloc_estimate_opts *opts)
 {
 	static uint64_t measured[MAX_RUNS], reserved[MAX_RUNS];
 	struct colloc_estimate_opts base = *opts;
@@ -209,10 +216,17 @@ int cli_calibrate(const char *csv, const char *platform, const char *out_path,
 		return CLI_ERROR;
 	}
 	base.platform = &plat;
-	base.context_bytes = 0; /* the fit is what lies outside the allocator */
+	/* The fit is what lies outside the allocator besides the CUDA context
+	 * (the profile's cuda_context_bytes, which full-process measurements
+	 * include); --exclude is for measurements that subtracted it. */
+	base.context_bytes = 0;
+	base.exclude_cuda_context = true;
 	n = read_runs(csv, &base, measured, reserved);
 	if (n < 0)
 		return -n;
+	if (!subtracted)
+		for (int k = 0; k < n; k++)
+			reserved[k] += plat.cuda_context_bytes;
 	if (colloc_platform_fit_context(measured, reserved, n, &fit))
 		return CLI_ERROR;
 	fprintf(stderr,
@@ -247,10 +261,11 @@ int cli_calibrate(const char *csv, const char *platform, const char *out_path,
 	}
 	snprintf(src, sizeof(src),
 		 "context_bytes calibrated by `colloc estimate --calibrate %s "
-		 "--platform %s`: median of (measured peak - estimated reserved) "
+		 "--platform %s%s`: median of (measured peak - estimated reserved%s) "
 		 "over %d runs (p10 %.0f MiB, p90 %.0f MiB); other values from %s",
-		 csv, plat.name, fit.runs, mib(fit.p10_bytes), mib(fit.p90_bytes),
-		 plat.name);
+		 csv, plat.name, subtracted ? " --context-subtracted" : "",
+		 subtracted ? "" : " - cuda_context_bytes", fit.runs, mib(fit.p10_bytes),
+		 mib(fit.p90_bytes), plat.name);
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "context_bytes");
 	cJSON_AddNumberToObject(root, "context_bytes", (double)fit.context_bytes);
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "source");

@@ -52,6 +52,8 @@ static const char estimate_usage[] =
 	"                         runs and print the new profile (--out FILE\n"
 	"                         writes it); RUNS.csv: model,batch,peak_bytes\n"
 	"                         [,optimizer,precision,loss,dims] (docs/estimator.md)\n"
+	"  --context-subtracted   with --calibrate: the peaks exclude the CUDA\n"
+	"                         context (a baseline was subtracted)\n"
 	"  --safety point|bound   what --gpu-memory and --max-batch test: the point\n"
 	"                         estimate (default) or its upper bound, which adds\n"
 	"                         cuDNN's workspace choice and one segment of\n"
@@ -400,6 +402,7 @@ int cmd_estimate(int argc, char **argv)
 		{"safety", required_argument, NULL, 'S'},
 		{"calibrate", required_argument, NULL, 'C'},
 		{"out", required_argument, NULL, 'O'},
+		{"context-subtracted", no_argument, NULL, 'X'},
 		{"explain", no_argument, NULL, 'e'},
 		{"json", no_argument, NULL, 'j'},
 		{"data-loader-ms", required_argument, NULL, 'D'},
@@ -414,6 +417,7 @@ int cmd_estimate(int argc, char **argv)
 	struct colloc_graph *g = NULL;
 	struct colloc_estimate e;
 	const char *platform = NULL, *calibrate = NULL, *out_path = NULL;
+	bool subtracted = false;
 	uint64_t v;
 	int c, rc;
 
@@ -472,6 +476,9 @@ int cmd_estimate(int argc, char **argv)
 		case 'O':
 			out_path = optarg;
 			break;
+		case 'X':
+			subtracted = true;
+			break;
 		case 'i':
 			if (colloc_parse_u64(optarg, 100, &v) || v == 0) {
 				cli_error("--iterations wants 1..100, not '%s'", optarg);
@@ -527,10 +534,10 @@ int cmd_estimate(int argc, char **argv)
 				  calibrate, argv[optind]);
 			return CLI_USAGE;
 		}
-		return cli_calibrate(calibrate, platform, out_path, &a.opts);
+		return cli_calibrate(calibrate, platform, out_path, subtracted, &a.opts);
 	}
-	if (out_path) {
-		cli_error("estimate: --out is for --calibrate");
+	if (out_path || subtracted) {
+		cli_error("estimate: --out and --context-subtracted are for --calibrate");
 		return CLI_USAGE;
 	}
 	if (optind != argc - 1) {

@@ -195,8 +195,9 @@ int colloc_estimate_run(const struct colloc_graph *g,
 	if (rc)
 		goto fail;
 
-	context = opts->context_bytes >= 0 ? (uint64_t)opts->context_bytes
-					   : plat->context_bytes;
+	context = (opts->context_bytes >= 0 ? (uint64_t)opts->context_bytes
+					    : plat->context_bytes) +
+		  (opts->exclude_cuda_context ? 0 : plat->cuda_context_bytes);
 	out->peak_allocated_bytes = r1.peak_allocated;
 	out->peak_reserved_bytes = r1.peak_reserved;
 	out->peak_device_bytes = r1.peak_reserved + context;

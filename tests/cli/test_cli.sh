@@ -86,14 +86,18 @@ expect safety-json 0 '"peak_device_upper_bytes":[0-9]+,"upper_bound_parts":\{"co
 expect safety-max-batch 0 '"safety":"bound"' "$colloc" estimate resnet50 --max-batch --gpu-memory 16GiB --safety bound --json
 expect safety-bad 2 "--safety: 'x' is not one of point, bound" "$colloc" estimate resnet50 --batch 2 --safety x
 
-# --calibrate: runs measured 300 MiB above the estimated reserved peak fit a
-# context of exactly 300 MiB, written as a profile that loads.
+# --calibrate: full-process runs measured 300 MiB above the estimated
+# reserved peak plus the profile's CUDA context (287,047,680 bytes) fit a
+# context_bytes of exactly 300 MiB, written as a profile that loads; read as
+# baseline-subtracted peaks, the CUDA context is not taken off.
 r1=$("$colloc" estimate resnet18 --batch 4 --platform rtx3060-cu124-torch26 --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
 r2=$("$colloc" estimate resnet18 --batch 8 --optimizer sgd --platform rtx3060-cu124-torch26 --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
 printf '# measured\nmodel,batch,optimizer,peak_bytes\nresnet18,4,,%s\nresnet18,8,sgd,%s\n' \
-	$((r1 + 314572800)) $((r2 + 314572800)) >"$tmp/runs.csv"
+	$((r1 + 314572800 + 287047680)) $((r2 + 314572800 + 287047680)) >"$tmp/runs.csv"
 expect calibrate 0 "context_bytes 300.0 MiB" "$colloc" estimate --calibrate "$tmp/runs.csv" --platform rtx3060-cu124-torch26 --out "$tmp/cal.json"
-expect calibrate-profile 0 "reserved \\+ 300 MiB CUDA context" "$colloc" estimate resnet18 --batch 4 --platform "$tmp/cal.json"
+expect calibrate-profile 0 "reserved \\+ 574 MiB CUDA context" "$colloc" estimate resnet18 --batch 4 --platform "$tmp/cal.json"
+expect calibrate-subtracted 0 "context_bytes 573.8 MiB" "$colloc" estimate --calibrate "$tmp/runs.csv" --platform rtx3060-cu124-torch26 --context-subtracted
+expect calibrate-out-alone 2 "are for --calibrate" "$colloc" estimate resnet18 --batch 2 --context-subtracted
 expect calibrate-no-base 2 "--calibrate needs --platform BASE" "$colloc" estimate --calibrate "$tmp/runs.csv"
 printf 'model,batch\nresnet18,2\n' >"$tmp/bad.csv"
 expect calibrate-bad-header 1 "must name the columns model, batch and peak_bytes" "$colloc" estimate --calibrate "$tmp/bad.csv" --platform rtx3060-cu124-torch26
