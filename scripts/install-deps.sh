@@ -1,8 +1,9 @@
 #!/bin/sh
 # Install what colloc needs to build, test and run on Debian 12 (bookworm).
 #
-#   scripts/install-deps.sh           build + test dependencies
-#   scripts/install-deps.sh --tools   also Python/PyTorch for tools/ (zoo export,
+#   scripts/install-deps.sh           build + test dependencies (with Debian's
+#                                     python3-torch: the test of tools/colloc-export.py)
+#   scripts/install-deps.sh --tools   also numpy, hyperfine, gnuplot for tools/ (zoo export,
 #                                     reference values; not needed to build or test)
 #
 # Runs apt-get as root, or through sudo when not root. Idempotent.
@@ -21,9 +22,10 @@ packages="build-essential cmake pkg-config
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev
 	libcjson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev curl
 	libncurses-dev tmux prometheus
-	clang libclang-rt-14-dev clang-format clang-tidy cppcheck"
+	clang libclang-rt-14-dev clang-format clang-tidy cppcheck
+	python3-torch python3-torchvision python3-onnx"
 if [ "$tools" = 1 ]; then
-	packages="$packages python3 python3-torch python3-torchvision python3-onnx python3-numpy hyperfine gnuplot-nox"
+	packages="$packages python3 python3-numpy hyperfine gnuplot-nox"
 fi
 
 if [ "$(id -u)" = 0 ]; then

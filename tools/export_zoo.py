@@ -691,11 +691,13 @@ def _externalize(tensor, location, offset):
     return length
 
 
-def make_graph_only(model, weights_name):
-    """Strip weight data in place; returns (external tensors, external bytes)."""
+def make_graph_only(model, weights_name, keep_inline=None):
+    """Strip weight data in place; returns (external tensors, external bytes).  keep_inline, a
+    function of an initializer, may keep more of them inline than the 64-element rule does
+    (tools/colloc_export.py's "with weights" graphs)."""
     offset, count = 0, 0
     for init in model.graph.initializer:
-        if _numel(init.dims) > INLINE_INIT_MAX:
+        if _numel(init.dims) > INLINE_INIT_MAX and not (keep_inline and keep_inline(init)):
             offset += _externalize(init, weights_name, offset)
             count += 1
     for node in model.graph.node:
