@@ -234,19 +234,17 @@ def optimizer_state(model, make):
     return {"bytes": total, "tensors": count, "step_bytes": step_bytes, "step_tensors": step_count}
 
 
-def measure(spec, batch, dims, fake_matmul=True):
-    torch.manual_seed(0)
-    model = spec.build()
-    model.train()
-    gen = torch.Generator().manual_seed(3)
-    inputs = spec.make_inputs(batch, dims, gen)
-    labels, loss_desc, loss_fn = make_loss(spec, inputs, gen)
-
+def measure_training(model, inputs, labels, loss_fn, fake_matmul=True, optimizers=None):
+    """One training step of `model` (already in the mode wanted) on the tuple `inputs`: the
+    measured fields of a memory_cpu.json record, from saved_bytes_forward on, in its order.
+    labels: the loss's target tensor(s), excluded from the saved bytes like the inputs;
+    loss_fn(outputs) -> loss; optimizers: {name: fn(params) -> optimizer}, default all six."""
+    labels = [labels] if isinstance(labels, torch.Tensor) else list(labels)
     params = list(model.parameters())
     exclude = {storage_of(p)[0] for p in params}
     exclude |= {storage_of(b)[0] for b in model.buffers()}
     exclude |= {storage_of(x)[0] for x in inputs}
-    exclude.add(storage_of(labels)[0])
+    exclude |= {storage_of(t)[0] for t in labels}
     ops = OpTracker(fake_matmul)
     meter = SavedTensorMeter(exclude, ops)
     with ops:
@@ -262,17 +260,12 @@ def measure(spec, batch, dims, fake_matmul=True):
     trainable = [p for p in params if p.requires_grad]
     grads = [p.grad for p in trainable if p.grad is not None]
     rec = {
-        "batch": batch,
-        "dims": {k: v for k, v in dims.items() if any(k in s for _, s, _ in spec.inputs)},
-        "mode": "training",
-        "torch_version": torch.__version__,
-        "loss": loss_desc,
         "saved_bytes_forward": fwd_bytes,
         "saved_tensors_forward": fwd_count,
         "saved_bytes_forward_loss": all_bytes,
         "saved_tensors_forward_loss": all_count,
         "input_bytes": sum(nbytes(x) for x in inputs),
-        "label_bytes": nbytes(labels),
+        "label_bytes": sum(nbytes(t) for t in labels),
         "output_bytes": sum(nbytes(o) for o in _outputs(out)),
         "param_bytes": sum(nbytes(p) for p in trainable),
         "param_tensors": len(trainable),
@@ -286,8 +279,26 @@ def measure(spec, batch, dims, fake_matmul=True):
         "saved_forward_by_dtype": fwd_by_dtype,
     }
     del out, loss, meter
-    for name, make in OPTIMIZERS.items():
+    for name, make in (optimizers or OPTIMIZERS).items():
         rec["optimizer_state"][name] = optimizer_state(model, make)
+    return rec
+
+
+def measure(spec, batch, dims, fake_matmul=True):
+    torch.manual_seed(0)
+    model = spec.build()
+    model.train()
+    gen = torch.Generator().manual_seed(3)
+    inputs = spec.make_inputs(batch, dims, gen)
+    labels, loss_desc, loss_fn = make_loss(spec, inputs, gen)
+    rec = {
+        "batch": batch,
+        "dims": {k: v for k, v in dims.items() if any(k in s for _, s, _ in spec.inputs)},
+        "mode": "training",
+        "torch_version": torch.__version__,
+        "loss": loss_desc,
+    }
+    rec.update(measure_training(model, inputs, labels, loss_fn, fake_matmul))
     return rec
 
 
