@@ -626,8 +626,9 @@ def order(names):
     return sorted(names, key=lambda n: LAST.index(n) + 1 if n in LAST else 0)
 
 
-def cases_of(rec, graphs_rel):
-    """Flatten one worker record into case objects."""
+def cases_of(rec, graphs_rel, folder):
+    """Flatten one worker record into case objects (graphs whose file is gone -- left out by
+    an earlier merge's budget -- are dropped with a note)."""
     base = {k: rec.get(k) for k in ("model", "family", "source", "trainable_params", "notes",
                                      "one_size_reason")}
     base["torch_version"] = rec["torch_version"]
@@ -644,14 +645,21 @@ def cases_of(rec, graphs_rel):
                             export_error="; ".join(f"opset {o}: {r}"
                                                    for o, r in ex["errors"].items()), graphs={}))
             continue
+        present = {v: f for v, f in ex["graphs"].items()
+                   if os.path.exists(os.path.join(folder, f))}
+        missing = sorted(set(ex["graphs"]) - set(present))
         for batch in BATCHES:
             t = truths.get(f"{label}/b{batch}")
             c = dict(base, id=f"{rec['model']}/{label}/b{batch}", size=label, batch=batch,
                      dims=ex["dims"], dynamic=rec["dynamic"], dynamic_note=rec["dynamic_note"],
                      graphs={v: f"{graphs_rel}/{f}" for v, f in sorted(
-                         ex["graphs"].items(), key=lambda kv: (int(kv[0].rstrip("w")), kv[0]))},
+                         present.items(), key=lambda kv: (int(kv[0].rstrip("w")), kv[0]))},
                      graph_modes=ex["modes"], graph_errors=ex["errors"],
                      eval_reasons=ex["mode_reasons"])
+            if missing:
+                c["graphs_missing"] = (f"variants {', '.join(missing)}: file gone (left out by an "
+                                       f"earlier merge's size budget; rerun with --only "
+                                       f"{rec['model']} --fresh to make them again)")
             if t is None:
                 c["truth_error"] = "not measured (worker stopped)"
             elif "error" in t:
@@ -804,7 +812,14 @@ def main():
         log(f"  {name}: {time.time() - t:.0f}s")
     sweep_s = time.time() - t0
 
-    # Merge every model that has a result (not only --only's).
+    # Merge every model that has a result (not only --only's).  Graphs an earlier merge left
+    # out for the size budget wait in --work/dropped: bring them back first, so that the
+    # budget is decided anew over everything.
+    parked = os.path.join(a.work, "dropped")
+    os.makedirs(parked, exist_ok=True)
+    for f in os.listdir(parked):
+        if not os.path.exists(os.path.join(a.graphs, f)):
+            os.replace(os.path.join(parked, f), os.path.join(a.graphs, f))
     graphs_rel = os.path.relpath(a.graphs, os.path.dirname(os.path.abspath(a.out)))
     cases, runtime = [], 0.0
     for name in order(models):
@@ -814,7 +829,7 @@ def main():
         with open(path) as f:
             rec = json.load(f)
         runtime += rec.get("elapsed_s", 0.0)
-        for c in cases_of(rec, graphs_rel):
+        for c in cases_of(rec, graphs_rel, a.graphs):
             if rec.get("worker_status"):
                 c["worker_status"] = rec["worker_status"]
             cases.append(c)
@@ -822,7 +837,7 @@ def main():
     used = {os.path.basename(f) for c in cases for f in c.get("graphs", {}).values()}
     for f in os.listdir(a.graphs):
         if f not in used:
-            os.remove(os.path.join(a.graphs, f))
+            os.replace(os.path.join(a.graphs, f), os.path.join(parked, f))
     total = du_bytes(a.graphs)
     doc = {
         "generated_by": "tools/reference_sweep.py",

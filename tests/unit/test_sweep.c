@@ -378,8 +378,10 @@ static void summary(void)
 		snprintf(only, sizeof(only), "; batch %lld only",
 			 (long long)S.only_batch);
 	printf("test_sweep: %zu cases, %zu within 1%%, %zu refused, %zu known wrong, "
-	       "median |error| %.3f%% (%zu more without a graph or measurement%s)\n",
-	       S.n_checks, ok, refused, wrong, 100.0 * median, S.n_skipped, only);
+	       "median |error| %.3f%%, max %.3f%% (%zu more without a graph or "
+	       "measurement%s)\n",
+	       S.n_checks, ok, refused, wrong, 100.0 * median,
+	       n_err ? 100.0 * errs[n_err - 1] : (double)NAN, S.n_skipped, only);
 	free(errs);
 }
 
