@@ -133,14 +133,11 @@ static void bound(const struct colloc_graph *g, const struct colloc__top *tops,
 			}
 		if (tp->kind != OPK_CONV)
 			continue;
-		for (int i = 0; i < n->n_inputs && i < 1; i++)
-			if (n->inputs[i] >= 0) {
-				uint64_t b = step_bytes(g, n->inputs[i], amp);
-
-				ws = b > ws ? b : ws;
-			}
-		if (n->n_outputs > 0 && n->outputs[0] >= 0) {
-			uint64_t b = step_bytes(g, n->outputs[0], amp);
+		/* its data input and its output */
+		for (int side = 0; side < 2; side++) {
+			int t = side ? (n->n_outputs > 0 ? n->outputs[0] : -1)
+				     : (n->n_inputs > 0 ? n->inputs[0] : -1);
+			uint64_t b = t >= 0 ? step_bytes(g, t, amp) : 0;
 
 			ws = b > ws ? b : ws;
 		}

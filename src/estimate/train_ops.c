@@ -136,6 +136,19 @@ static int other_in(const struct colloc_node *n, int t)
 	return n->inputs[0] == t ? n->inputs[1] : n->inputs[1] == t ? n->inputs[0] : -1;
 }
 
+/* The top of a fused op that reads x alone and saves it (gelu, silu,
+ * hardswish, mish): node k stands for the whole pattern. */
+static void fused_unary(struct colloc__top *tops, int k, int kind, int x, int out)
+{
+	tops[k].kind = kind;
+	tops[k].fwd = FWD_NEW;
+	tops[k].in[0] = x;
+	tops[k].in[1] = -1;
+	tops[k].n_in = 1;
+	tops[k].out = out;
+	tops[k].save = SAVE_IN0;
+}
+
 /*
  * erf-GELU as torch.onnx exports F.gelu (approximate='none'):
  *   d = Div(x, 1.414) | Mul(x, 0.707);  e = Erf(d);  a = Add(e, 1)
@@ -192,12 +205,7 @@ static int match_gelu(const struct colloc_graph *g, int erf, bool *absorbed,
 	}
 	absorbed[dn] = absorbed[erf] = absorbed[an] = absorbed[m1n] = true;
 	absorbed[m2n] = false;
-	tops[m2n].kind = OPK_GELU;
-	tops[m2n].fwd = FWD_NEW;
-	tops[m2n].in[0] = x;
-	tops[m2n].n_in = 1;
-	tops[m2n].out = out_of(m2, 0);
-	tops[m2n].save = SAVE_IN0;
+	fused_unary(tops, m2n, OPK_GELU, x, out_of(m2, 0));
 	return m2n;
 }
 
@@ -567,8 +575,16 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
  * Mul(x, Tanh(Softplus(x))). The fused op saves x alone. Matched from the
  * Mul; the gate's nodes must feed nothing else.
  */
+/* A gate of x * gate(x): the op computing it from x (through inner, when
+ * not NULL: mish's Tanh(Softplus(x))), and the op the product is. */
+struct gate {
+	const char *op, *inner;
+	bool hardswish_consts; /* HardSigmoid(alpha=1/6, beta=0.5) */
+	int kind;
+};
+
 static int match_gated(const struct colloc_graph *g, int mul, bool *absorbed,
-		       struct colloc__top *tops, const char *gate)
+		       struct colloc__top *tops, const struct gate *gt)
 {
 	const struct colloc_node *n = &g->nodes[mul];
 
@@ -576,38 +592,32 @@ static int match_gated(const struct colloc_graph *g, int mul, bool *absorbed,
 		return -1;
 	for (int s = 0; s < 2; s++) {
 		int st = n->inputs[s], xt = n->inputs[1 - s];
-		int gn = st >= 0 ? g->tensors[st].producer : -1, inner = -1;
+		int gn = st >= 0 ? g->tensors[st].producer : -1, inner = -1, from;
 		const struct colloc_node *gd;
 
 		if (gn < 0 || xt < 0 || g->tensors[st].consumers != 1)
 			continue;
 		gd = &g->nodes[gn];
-		if (!op_is(gd, strcmp(gate, "mish") == 0 ? "Tanh" : gate))
+		if (!op_is(gd, gt->op))
 			continue;
-		if (strcmp(gate, "HardSigmoid") == 0 &&
+		if (gt->hardswish_consts &&
 		    (fabs(colloc_node_attr_float(gd, "alpha", 0.2) - 1.0 / 6) > 1e-4 ||
 		     fabs(colloc_node_attr_float(gd, "beta", 0.5) - 0.5) > 1e-4))
 			continue;
-		if (strcmp(gate, "mish") == 0) {
-			int sp = in_of(gd, 0);
-
-			inner = sp >= 0 ? g->tensors[sp].producer : -1;
-			if (inner < 0 || !op_is(&g->nodes[inner], "Softplus") ||
-			    g->tensors[sp].consumers != 1 ||
-			    in_of(&g->nodes[inner], 0) != xt)
+		from = in_of(gd, 0);
+		if (gt->inner) {
+			inner = from >= 0 ? g->tensors[from].producer : -1;
+			if (inner < 0 || !op_is(&g->nodes[inner], gt->inner) ||
+			    g->tensors[from].consumers != 1)
 				continue;
-		} else if (in_of(gd, 0) != xt) {
-			continue;
+			from = in_of(&g->nodes[inner], 0);
 		}
+		if (from != xt)
+			continue;
 		absorbed[gn] = true;
 		if (inner >= 0)
 			absorbed[inner] = true;
-		tops[mul].kind = strcmp(gate, "Sigmoid") == 0 ? OPK_SILU : OPK_ACT_INPUT;
-		tops[mul].fwd = FWD_NEW;
-		tops[mul].in[0] = xt;
-		tops[mul].n_in = 1;
-		tops[mul].out = out_of(n, 0);
-		tops[mul].save = SAVE_IN0;
+		fused_unary(tops, mul, gt->kind, xt, out_of(n, 0));
 		return mul;
 	}
 	return -1;
@@ -616,19 +626,25 @@ static int match_gated(const struct colloc_graph *g, int mul, bool *absorbed,
 static int match_silu(const struct colloc_graph *g, int k, bool *absorbed,
 		      struct colloc__top *tops)
 {
-	return match_gated(g, k, absorbed, tops, "Sigmoid");
+	static const struct gate silu = {"Sigmoid", NULL, false, OPK_SILU};
+
+	return match_gated(g, k, absorbed, tops, &silu);
 }
 
 static int match_hardswish(const struct colloc_graph *g, int k, bool *absorbed,
 			   struct colloc__top *tops)
 {
-	return match_gated(g, k, absorbed, tops, "HardSigmoid");
+	static const struct gate hs = {"HardSigmoid", NULL, true, OPK_ACT_INPUT};
+
+	return match_gated(g, k, absorbed, tops, &hs);
 }
 
 static int match_mish(const struct colloc_graph *g, int k, bool *absorbed,
 		      struct colloc__top *tops)
 {
-	return match_gated(g, k, absorbed, tops, "mish");
+	static const struct gate mish = {"Tanh", "Softplus", false, OPK_ACT_INPUT};
+
+	return match_gated(g, k, absorbed, tops, &mish);
 }
 
 /* The fused-op patterns, tried in this order at every node whose op is
@@ -695,16 +711,15 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 {
 	bool *absorbed, *matched, *req;
 	struct tr_ctx cx;
+	int rc = g->n_nodes;
 
 	(void)precision;
 	absorbed = calloc((size_t)g->n_nodes + 1, sizeof(*absorbed));
 	matched = calloc((size_t)g->n_nodes + 1, sizeof(*matched));
 	req = calloc((size_t)g->n_tensors + 1, sizeof(*req));
 	if (!absorbed || !matched || !req) {
-		free(absorbed);
-		free(matched);
-		free(req);
-		return -12;
+		rc = -12;
+		goto out;
 	}
 	colloc__requires_grad(g, req);
 	cx.req = req;
@@ -748,15 +763,13 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 			char where[160];
 
 			colloc_node_describe(g, k, where, sizeof(where));
-			free(absorbed);
-			free(matched);
-			free(req);
-			return colloc_diag_set(
+			rc = colloc_diag_set(
 				diag, COLLOC_EUNSUPPORTED,
 				"%s: colloc does not model the training memory of %s "
 				"yet (cuDNN's RNN reserve space is unmeasured); `colloc "
 				"inspect` reads the graph",
 				where, tops[k].op->name);
+			goto out;
 		}
 		if (tops[k].kind == OPK_POOL_AVG && tops[k].in[0] != n->inputs[0]) {
 			int pn = g->tensors[n->inputs[0]].producer;
@@ -784,8 +797,9 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 			tops[k].save = 0;
 			tops[k].n_extra = 0;
 		}
+out:
 	free(absorbed);
 	free(matched);
 	free(req);
-	return g->n_nodes;
+	return rc;
 }

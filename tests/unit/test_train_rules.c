@@ -35,6 +35,25 @@
 
 #define ACT 2048 /* one [8, 64] float32 tensor */
 
+/* Pack m (destroying it), load and infer the graph under bo. */
+static struct colloc_graph *load_inferred(struct ob_model *m,
+					  const struct colloc_bind_opts *bo)
+{
+	struct colloc_diag diag = {{0}};
+	struct colloc_graph *g = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	assert_int_equal(ob_model_pack(m, &buf, &len), 0);
+	ob_model_destroy(m);
+	if (colloc_onnx_load_buffer(buf, len, NULL, &g, &diag))
+		fail_msg("load: %s", diag.msg);
+	free(buf);
+	if (colloc_graph_infer(g, bo, &diag))
+		fail_msg("infer: %s", diag.msg);
+	return g;
+}
+
 /* Adds the nodes from h to y. */
 typedef void (*body_fn)(struct ob_model *m, Onnx__GraphProto *gp);
 
@@ -43,15 +62,13 @@ static uint64_t saved_bytes(int64_t opset, body_fn body, const char *torch)
 	struct ob_model *m = ob_model_create(opset);
 	Onnx__GraphProto *gp = ob_model_graph(m);
 	struct colloc_diag diag = {{0}};
-	struct colloc_graph *g = NULL;
+	struct colloc_graph *g;
 	struct colloc_bind_opts bo = {8, NULL, 0};
 	struct colloc_estimate_opts o;
 	struct colloc_estimate e;
 	struct colloc_platform plat;
 	Onnx__TensorProto *t;
 	Onnx__NodeProto *nd;
-	uint8_t *buf = NULL;
-	size_t len = 0;
 
 	ob_input(m, gp, "x", 1, "batch,64");
 	ob_input(m, gp, "pos", 1, "batch,64");
@@ -62,13 +79,7 @@ static uint64_t saved_bytes(int64_t opset, body_fn body, const char *torch)
 	ob_attr_int(m, nd, "transB", 1);
 	body(m, gp);
 	ob_output(m, gp, "y", 1, "batch,64");
-	assert_int_equal(ob_model_pack(m, &buf, &len), 0);
-	ob_model_destroy(m);
-	if (colloc_onnx_load_buffer(buf, len, NULL, &g, &diag))
-		fail_msg("load: %s", diag.msg);
-	free(buf);
-	if (colloc_graph_infer(g, &bo, &diag))
-		fail_msg("infer: %s", diag.msg);
+	g = load_inferred(m, &bo);
 	colloc_platform_default(&plat);
 	snprintf(plat.torch, sizeof(plat.torch), "%s", torch);
 	colloc_estimate_opts_init(&o);
@@ -200,7 +211,7 @@ static void test_rnn(void **state)
 		struct ob_model *m = ob_model_create(14);
 		Onnx__GraphProto *gp = ob_model_graph(m);
 		struct colloc_diag diag = {{0}};
-		struct colloc_graph *g = NULL;
+		struct colloc_graph *g;
 		/* time-major X: the batch is dim 1, bound by name */
 		struct colloc_binding bb = {"batch", 4};
 		struct colloc_bind_opts bo = {0, &bb, 1};
@@ -209,8 +220,6 @@ static void test_rnn(void **state)
 		Onnx__TensorProto *t;
 		Onnx__NodeProto *nd;
 		char dims[32];
-		uint8_t *buf = NULL;
-		size_t len = 0;
 		const struct colloc_tensor *y;
 
 		ob_input(m, gp, "x", 1, "16,batch,32");
@@ -226,12 +235,7 @@ static void test_rnn(void **state)
 		ob_attr_int(m, nd, "hidden_size", 64);
 		ob_attr_string(m, nd, "direction", "bidirectional");
 		ob_output(m, gp, "y", 1, "16,2,batch,64");
-		assert_int_equal(ob_model_pack(m, &buf, &len), 0);
-		ob_model_destroy(m);
-		assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag), 0);
-		free(buf);
-		if (colloc_graph_infer(g, &bo, &diag))
-			fail_msg("%s: %s", ops[k], diag.msg);
+		g = load_inferred(m, &bo);
 		colloc_graph_cost(g, NULL);
 		y = &g->tensors[g->nodes[0].outputs[0]];
 		assert_int_equal(y->rank, 4);
@@ -259,13 +263,11 @@ static int merged_bn_rc(bool merged)
 	struct ob_model *m = ob_model_create(14);
 	Onnx__GraphProto *gp = ob_model_graph(m);
 	struct colloc_diag diag = {{0}};
-	struct colloc_graph *g = NULL;
+	struct colloc_graph *g;
 	struct colloc_bind_opts bo = {2, NULL, 0};
 	struct colloc_estimate_opts o;
 	struct colloc_estimate e;
 	static const float one[4] = {1, 1, 1, 1}, zero[4] = {0, 0, 0, 0};
-	uint8_t *buf = NULL;
-	size_t len = 0;
 	int rc;
 
 	ob_input(m, gp, "x", 1, "batch,4,8,8");
@@ -282,11 +284,7 @@ static int merged_bn_rc(bool merged)
 		       : "h,bn2.weight,bn2.bias,bn1.running_mean,bn1.running_var",
 		"y");
 	ob_output(m, gp, "y", 1, "batch,4,8,8");
-	assert_int_equal(ob_model_pack(m, &buf, &len), 0);
-	ob_model_destroy(m);
-	assert_int_equal(colloc_onnx_load_buffer(buf, len, NULL, &g, &diag), 0);
-	free(buf);
-	assert_int_equal(colloc_graph_infer(g, &bo, &diag), 0);
+	g = load_inferred(m, &bo);
 	colloc_estimate_opts_init(&o);
 	o.loss = COLLOC_LOSS_MSE;
 	rc = colloc_estimate_run(g, &o, &e, &diag);
