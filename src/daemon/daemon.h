@@ -34,6 +34,26 @@
 
 struct cd_daemon;
 
+/*
+ * The core's time, handed in by its caller (the event loop, or a test):
+ * mono_ms is CLOCK_MONOTONIC in ms and times every duration (start-up
+ * reservations, starvation, sampling); wall_ms is the wall clock in ms
+ * since the epoch and is only recorded and shown (submit/start/end times,
+ * events). The core reads no clock of its own for its decisions, so a step
+ * of the wall clock moves no reservation or timeout.
+ */
+struct cd_now {
+	int64_t mono_ms;
+	int64_t wall_ms;
+};
+
+/* The clocks as they read now, for callers that have no time of their own. */
+struct cd_now cd_now_read(void);
+
+/* Set the core's time for the operations that follow (submit, cancel,
+ * reap, tick). Time never goes back: an earlier mono_ms is ignored. */
+void cd_daemon_set_now(struct cd_daemon *d, struct cd_now now);
+
 /* Who is calling, from the socket's peer credentials. */
 struct cd_peer {
 	uint32_t uid;
@@ -63,7 +83,8 @@ struct cd_submit {
 void cd_submit_fini(struct cd_submit *s);
 
 /*
- * Open the store and the GPU backend named by cfg, create state_dir/logs and
+ * Open the store and the GPU backend named by cfg (the core's time starts
+ * at cd_now_read()), create state_dir/logs and
  * state_dir/status, and recover: adopt running jobs whose supervisors live,
  * finish those whose supervisors have ended. log (may be NULL) receives one
  * line per notable event ("job 7 started on GPU 0 (SIM-...)"); the daemon's
@@ -218,10 +239,10 @@ void cd_daemon_reap(struct cd_daemon *d, int64_t pid);
 /*
  * Sample the GPUs if sample_ms has passed since the last sample (or force),
  * check adopted supervisors, and run a scheduling pass when something may
- * have changed. now_ms is CLOCK_MONOTONIC in ms. Returns the number of
- * milliseconds until it wants to be called again.
+ * have changed, all at the time last set by cd_daemon_set_now(). Returns
+ * the number of milliseconds until it wants to be called again.
  */
-int64_t cd_daemon_tick(struct cd_daemon *d, int64_t now_ms, bool force_sample);
+int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample);
 
 /* Ask for a scheduling pass on the next tick (after a submit or an end). */
 void cd_daemon_mark_dirty(struct cd_daemon *d);

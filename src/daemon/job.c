@@ -58,6 +58,29 @@ void cd_job_fini(struct cd_job *job)
 	cd_job_init(job);
 }
 
+int cd_job_copy(struct cd_job *dst, const struct cd_job *src)
+{
+	char *argv = src->argv_json ? strdup(src->argv_json) : NULL;
+	char *env = src->env_json ? strdup(src->env_json) : NULL;
+
+	if ((src->argv_json && !argv) || (src->env_json && !env)) {
+		free(argv);
+		free(env);
+		return -1;
+	}
+	if (dst != src) {
+		free(dst->argv_json);
+		free(dst->env_json);
+		*dst = *src;
+	} else {
+		free(dst->argv_json);
+		free(dst->env_json);
+	}
+	dst->argv_json = argv;
+	dst->env_json = env;
+	return 0;
+}
+
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL
 

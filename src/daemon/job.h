@@ -112,6 +112,10 @@ void cd_job_init(struct cd_job *job);
 /* Free job's heap strings and cd_job_init() it again. NULL is a no-op. */
 void cd_job_fini(struct cd_job *job);
 
+/* Make dst a deep copy of src (dst's own strings are freed first; dst may
+ * be src). Returns 0, or -1 out of memory with dst unchanged. */
+int cd_job_copy(struct cd_job *dst, const struct cd_job *src);
+
 /*
  * The history key of a job: 16 lowercase hex digits of a 64-bit FNV-1a hash
  * over argv_json, cwd and model (each followed by a NUL byte), so that

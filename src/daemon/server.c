@@ -471,8 +471,12 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 	}
 	while (!stop) {
 		MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
-		int64_t wait_ms = cd_daemon_tick(d, colloc__mono_ms(), false);
 		struct signalfd_siginfo si;
+		int64_t wait_ms;
+
+		/* One time for everything this turn of the loop does. */
+		cd_daemon_set_now(d, cd_now_read());
+		wait_ms = cd_daemon_tick(d, false);
 
 		if (MHD_get_timeout(mhd, &mhd_ms) == MHD_YES && (int64_t)mhd_ms < wait_ms)
 			wait_ms = (int64_t)mhd_ms;
@@ -486,6 +490,7 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 			rc = colloc_diag_set(diag, -errno, "poll: %s", strerror(errno));
 			break;
 		}
+		cd_daemon_set_now(d, cd_now_read());
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD)
 				reap_children(d);

@@ -405,7 +405,8 @@ static void test_running_job(void **state)
 	if (!pw)
 		snprintf(user, sizeof(user), "%u", (unsigned)geteuid());
 	id = submit(f, name, "[\"sleep\",\"30\"]");
-	(void)cd_daemon_tick(f->d, now_ms(), true); /* places and launches it */
+	cd_daemon_set_now(f->d, cd_now_read());
+	(void)cd_daemon_tick(f->d, true); /* places and launches it */
 	assert_int_equal(cd_daemon_get(f->d, &f->peer, id, &job, &diag), 0);
 	assert_int_equal(job.state, CD_JOB_RUNNING);
 	assert_true(job.job_pgid > 0);
@@ -414,7 +415,8 @@ static void test_running_job(void **state)
 	assert_int_equal(colloc_simgpu_attach(f->state_path, &sim, &diag), 0);
 	assert_int_equal(colloc_simgpu_find(sim, job.gpus[0], &g, &diag), 0);
 	assert_int_equal(colloc_simgpu_alloc(sim, g, job.job_pgid, GiB, 40, &diag), 0);
-	(void)cd_daemon_tick(f->d, now_ms(), true);
+	cd_daemon_set_now(f->d, cd_now_read());
+	(void)cd_daemon_tick(f->d, true);
 
 	text = render(f->d);
 	check_shape(text);
@@ -467,7 +469,8 @@ static void test_running_job(void **state)
 	assert_int_equal(cd_daemon_get(f->d, &f->peer, id, &job, &diag), 0);
 	assert_int_equal(job.state, CD_JOB_CANCELLED);
 	cd_job_fini(&job);
-	(void)cd_daemon_tick(f->d, now_ms(), true);
+	cd_daemon_set_now(f->d, cd_now_read());
+	(void)cd_daemon_tick(f->d, true);
 	colloc_simgpu_close(sim);
 
 	text = render(f->d);
@@ -497,7 +500,8 @@ static void test_gpus_down(void **state)
 	assert_non_null(fp);
 	fputs("this is not a state file\n", fp);
 	assert_int_equal(fclose(fp), 0);
-	(void)cd_daemon_tick(f->d, now_ms(), true);
+	cd_daemon_set_now(f->d, cd_now_read());
+	(void)cd_daemon_tick(f->d, true);
 
 	text = render(f->d);
 	check_shape(text);

@@ -1,0 +1,220 @@
+/*
+ * finish.c — the end of a run: a supervisor's status read back into the
+ * job's outcome (done, failed, cancelled, re-queued after an OOM), reaping,
+ * and recovery after a restart (daemon_int.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/daemon_int.h"
+#include "daemon/launcher.h"
+#include "daemon/oom.h"
+
+#define OOM_SCAN_BYTES (256u << 10) /* tail of a log searched for markers */
+/* Samples a run needs before its mean activity counts as history for the
+ * next run of the same job: fewer saw its start-up, not its training. */
+#define UTIL_HISTORY_MIN_SAMPLES 3
+
+/*
+ * The supervisor of running job *in has ended: read its status, decide the
+ * outcome (done, failed, cancelled, or OOM re-queue), commit, and only then
+ * remove the status file. in is copied first (it may point into d->act).
+ */
+void cd__finish(struct cd_daemon *d, const struct cd_job *in)
+{
+	struct cd_job rec, *job = &rec;
+	struct colloc_diag diag = {{0}};
+	char spath[CD_PATH_MAX + 64], lpath[CD_PATH_MAX + 64];
+	struct run_stat *r = cd__run_find(d, in->id);
+	struct cd_status st;
+	const char *marker = NULL;
+	bool has_util;
+	int rc;
+
+	cd_job_init(&rec);
+	if (cd_job_copy(&rec, in)) {
+		cd__logf(d, "job %llu: out of memory finishing it",
+			 (unsigned long long)in->id);
+		return;
+	}
+	cd__status_path(d, job->id, spath, sizeof(spath));
+	rc = cd_status_read(spath, &st, &diag);
+	if (r) {
+		if (r->peak_bytes > job->peak_bytes)
+			job->peak_bytes = r->peak_bytes;
+		if (r->util_n)
+			job->util_mean = r->util_sum / (double)r->util_n;
+		job->util_samples = r->util_n;
+	}
+	job->sup_pid = 0;
+	job->sup_start = 0;
+	job->job_pgid = 0;
+	job->end_ms = d->now.wall_ms;
+	if (rc) {
+		job->state = CD_JOB_FAILED;
+		snprintf(job->reason, sizeof(job->reason),
+			 "its supervisor ended without recording the job's exit (%s); "
+			 "the job "
+			 "was killed or the machine restarted",
+			 rc == -ENOENT ? "no status file" : diag.msg);
+		cd__event(d, job->id, "lost", "%s", job->reason);
+		goto commit;
+	}
+	if (st.end_ms > 0)
+		job->end_ms = st.end_ms;
+	if (st.kind == CD_STATUS_SETUP_FAILED) {
+		job->state = CD_JOB_FAILED;
+		job->exit_code = -1;
+		snprintf(job->reason, sizeof(job->reason), "%s", st.message);
+		cd__event(d, job->id, "setup-failed", "%s", st.message);
+		goto commit;
+	}
+	job->exit_code = st.kind == CD_STATUS_EXITED ? st.code : -1;
+	job->term_signal = st.kind == CD_STATUS_SIGNALED ? st.code : 0;
+	if (job->cancel_requested) {
+		job->state = CD_JOB_CANCELLED;
+		snprintf(job->reason, sizeof(job->reason), "cancelled while running");
+		cd__event(d, job->id, "cancelled", "stopped (%s %d)",
+			  st.kind == CD_STATUS_EXITED ? "exit" : "signal", st.code);
+		goto commit;
+	}
+	if (st.kind == CD_STATUS_EXITED && st.code == 0) {
+		job->state = CD_JOB_DONE;
+		job->reason[0] = '\0';
+		cd__event(d, job->id, "done", "exit 0, peak %.2f GiB",
+			  (double)job->peak_bytes / 1073741824.0);
+		goto commit;
+	}
+	if (cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL) == 0)
+		(void)cd_oom_scan_file(lpath, st.stdout_offset, OOM_SCAN_BYTES, &marker,
+				       NULL);
+	if (marker) {
+		struct cd_oom_decision dec;
+
+		cd_oom_decide(&d->cfg.oom, job->attempts, job->mem_need_bytes,
+			      job->peak_bytes, cd__largest_gpu(d), job->exclusive, &dec);
+		if (dec.action != CD_OOM_GIVE_UP) {
+			job->state = CD_JOB_QUEUED;
+			job->mem_need_bytes = dec.mem_need_bytes;
+			snprintf(job->mem_source, sizeof(job->mem_source), "oom-retry");
+			job->exclusive =
+				job->exclusive || dec.action == CD_OOM_RETRY_EXCLUSIVE;
+			snprintf(job->reason, sizeof(job->reason), "%s", dec.reason);
+			job->end_ms = 0;
+			cd__event(d, job->id, "oom", "%s; re-queued%s", dec.reason,
+				  job->exclusive ? " for a GPU of its own" : "");
+		} else {
+			job->state = CD_JOB_FAILED;
+			snprintf(job->reason, sizeof(job->reason), "%s; giving up",
+				 dec.reason);
+			cd__event(d, job->id, "oom", "%s", job->reason);
+		}
+		goto commit;
+	}
+	job->state = CD_JOB_FAILED;
+	if (st.kind == CD_STATUS_SIGNALED)
+		snprintf(job->reason, sizeof(job->reason), "killed by signal %d",
+			 st.code);
+	else
+		snprintf(job->reason, sizeof(job->reason), "exit status %d", st.code);
+	cd__event(d, job->id, "failed", "%s", job->reason);
+commit:
+	/* A run that measured anything teaches the next one: its peak, or
+	 * only its activity (a job whose processes the backend cannot see
+	 * still has its GPU's activity sampled). */
+	has_util = job->util_samples >= UTIL_HISTORY_MIN_SAMPLES;
+	if ((job->peak_bytes > 0 || has_util) && job->state != CD_JOB_CANCELLED &&
+	    cd_store_peak_record(d->store, job->key, job->id, job->peak_bytes,
+				 has_util ? job->util_mean : -1.0, d->now.wall_ms, &diag))
+		cd__logf(d, "job %llu: cannot record its peak: %s",
+			 (unsigned long long)job->id, diag.msg);
+	if (cd__journal(d, job, NULL) == 0)
+		unlink(spath);
+	cd__run_remove(d, job->id);
+	cd_job_fini(&rec);
+	d->dirty = true;
+	d->last_sample_ms = INT64_MIN; /* its memory is gone: look again */
+}
+
+/* The ids of the running jobs (caller frees; NULL when none or out of
+ * memory): finishing one changes d->act under an iterator. */
+static uint64_t *running_ids(const struct cd_daemon *d, size_t *n)
+{
+	uint64_t *ids = malloc((d->n_act ? d->n_act : 1) * sizeof(*ids));
+
+	*n = 0;
+	if (!ids)
+		return NULL;
+	for (size_t k = 0; k < d->n_act; k++)
+		if (d->act[k].job.state == CD_JOB_RUNNING)
+			ids[(*n)++] = d->act[k].job.id;
+	return ids;
+}
+
+void cd_daemon_reap(struct cd_daemon *d, int64_t pid)
+{
+	for (size_t k = 0; k < d->n_act; k++)
+		if (d->act[k].job.state == CD_JOB_RUNNING &&
+		    d->act[k].job.sup_pid == pid) {
+			cd__finish(d, &d->act[k].job);
+			return;
+		}
+}
+
+/* Finish every running job whose supervisor is gone (children not yet
+ * reaped and supervisors adopted after a restart alike). */
+void cd__check_supervisors(struct cd_daemon *d)
+{
+	size_t n = 0;
+	uint64_t *ids = running_ids(d, &n);
+
+	for (size_t k = 0; k < n; k++) {
+		const struct cd_active *a = cd__active(d, ids[k]);
+
+		if (a && a->job.sup_pid > 0 &&
+		    !cd_supervisor_alive(a->job.sup_pid, a->job.sup_start))
+			cd__finish(d, &a->job);
+	}
+	free(ids);
+}
+
+/* After a restart: adopt, finish or re-queue every job the store says runs. */
+void cd__recover(struct cd_daemon *d)
+{
+	size_t n = 0;
+	uint64_t *ids = running_ids(d, &n);
+
+	for (size_t k = 0; k < n; k++) {
+		const struct cd_active *a = cd__active(d, ids[k]);
+		struct cd_job rec, *j = &rec;
+		char spath[CD_PATH_MAX + 64];
+		struct stat sb;
+
+		cd_job_init(&rec);
+		if (!a || cd_job_copy(&rec, &a->job))
+			continue;
+		cd__status_path(d, j->id, spath, sizeof(spath));
+		if (j->sup_pid == 0 && stat(spath, &sb) != 0) {
+			j->state = CD_JOB_QUEUED;
+			j->attempts = j->attempts > 0 ? j->attempts - 1 : 0;
+			snprintf(j->reason, sizeof(j->reason),
+				 "collocd stopped while launching it; queued again");
+			if (cd__journal(d, j, NULL) == 0)
+				cd__event(d, j->id, "requeue", "%s", j->reason);
+		} else if (j->sup_pid > 0 &&
+			   cd_supervisor_alive(j->sup_pid, j->sup_start)) {
+			(void)cd__run_add(d, j);
+			cd__event(d, j->id, "adopt",
+				  "still running under supervisor %lld",
+				  (long long)j->sup_pid);
+		} else {
+			cd__finish(d, j);
+		}
+		cd_job_fini(&rec);
+	}
+	free(ids);
+}

@@ -1,0 +1,294 @@
+/*
+ * schedule.c — the scheduling pass (colloc_sched_decide() over the active
+ * jobs and the GPUs' last sample), the launches it decides, and the tick
+ * that drives sampling and passes (daemon_int.h).
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "colloc/sched.h"
+#include "daemon/daemon_int.h"
+#include "daemon/launcher.h"
+#include "daemon/mps.h"
+
+/* argv/env JSON arrays as NULL-terminated arrays of pointers into the cJSON
+ * tree *tree (the caller frees both). */
+static const char **string_vector(const char *json, cJSON **tree)
+{
+	const cJSON *e;
+	const char **v;
+	int n, k = 0;
+
+	*tree = json ? cJSON_Parse(json) : cJSON_CreateArray();
+	if (!*tree || !cJSON_IsArray(*tree))
+		return NULL;
+	n = cJSON_GetArraySize(*tree);
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	cJSON_ArrayForEach(e, *tree)
+	{
+		if (!cJSON_IsString(e)) {
+			free(v);
+			return NULL;
+		}
+		v[k++] = e->valuestring;
+	}
+	return v;
+}
+
+/* Launch queued job *in as decided. in is copied first (it points into
+ * d->act, which the commits below update). */
+static void launch(struct cd_daemon *d, const struct cd_job *in,
+		   const struct colloc_sched_decision *dec)
+{
+	struct cd_job rec, *job = &rec;
+	struct colloc_diag diag = {{0}};
+	char lpath[CD_PATH_MAX + 64], spath[CD_PATH_MAX + 64];
+	char visible[COLLOC_SCHED_MAX_GPUS * COLLOC_GPU_UUID_MAX];
+	char mps[CD_MPS_ENV_MAX][CD_MPS_ENV_LEN];
+	const char *more_env[CD_MPS_ENV_MAX + 1] = {NULL};
+	size_t n_mps = 0;
+	struct cd_launch_spec spec;
+	struct cd_launch_result res;
+	cJSON *targ = NULL, *tenv = NULL;
+	const char **argv, **envp;
+	size_t off = 0;
+	int rc;
+
+	cd_job_init(&rec);
+	if (cd_job_copy(&rec, in)) {
+		cd__logf(d, "job %llu: out of memory launching it",
+			 (unsigned long long)in->id);
+		return;
+	}
+	job->state = CD_JOB_RUNNING;
+	job->attempts++;
+	job->n_assigned = dec->n_gpus;
+	visible[0] = '\0';
+	for (int k = 0; k < dec->n_gpus; k++) {
+		snprintf(job->gpus[k], sizeof(job->gpus[k]), "%s",
+			 d->slots[dec->gpus[k]].uuid);
+		off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s",
+					k ? "," : "", job->gpus[k]);
+	}
+	job->start_ms = d->now.wall_ms;
+	job->end_ms = 0;
+	job->exit_code = -1;
+	job->term_signal = 0;
+	job->sup_pid = 0;
+	job->peak_bytes = 0;
+	/* Committed before the fork: a daemon killed before the next commit
+	 * finds a running job without a supervisor and queues it again. */
+	cd__status_path(d, job->id, spath, sizeof(spath));
+	unlink(spath);
+	if (cd__journal(d, job, NULL)) {
+		cd_job_fini(&rec);
+		return;
+	}
+	argv = string_vector(job->argv_json, &targ);
+	envp = string_vector(job->env_json, &tenv);
+	rc = 0;
+	/* An MPS client of its GPU's control daemon, with its own SM share and
+	 * memory limit (mps.h); whole GPUs only: a MIG instance isolates its
+	 * job already. */
+	if (d->cfg.sharing == CD_SHARING_MPS && dec->n_gpus == 1 &&
+	    !d->slots[dec->gpus[0]].isolated) {
+		rc = cd_mps_job_env(d->mps_dir, d->info[d->slots[dec->gpus[0]].gpu].uuid,
+				    job->util_pred,
+				    (int)(d->cfg.mps_thread_share * 100.0 + 0.5),
+				    job->mem_need_bytes, d->cfg.sched.headroom_bytes, mps,
+				    &n_mps, &diag);
+		for (size_t k = 0; k < n_mps; k++)
+			more_env[k] = mps[k];
+	}
+	(void)cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL);
+	memset(&spec, 0, sizeof(spec));
+	spec.job_id = job->id;
+	spec.argv = argv;
+	spec.envp = envp;
+	spec.cwd = job->cwd;
+	spec.uid = job->uid;
+	spec.gid = job->gid;
+	spec.user = job->user;
+	spec.cuda_visible_devices = visible;
+	spec.extra_env = d->job_env;
+	spec.more_env = more_env;
+	spec.stdout_path = lpath;
+	spec.stderr_path = lpath;
+	spec.status_path = spath;
+	spec.kill_grace_ms = d->cfg.kill_grace_ms;
+	if (!rc && (!argv || !envp))
+		rc = colloc_diag_set(&diag, COLLOC_EFORMAT,
+				     "stored argv/env are corrupt");
+	else if (!rc)
+		rc = cd_launch(&spec, &res, &diag);
+	free(argv);
+	free(envp);
+	cJSON_Delete(targ);
+	cJSON_Delete(tenv);
+	if (rc) {
+		job->state = CD_JOB_FAILED;
+		job->end_ms = d->now.wall_ms;
+		snprintf(job->reason, sizeof(job->reason), "cannot launch: %s", diag.msg);
+		cd__event(d, job->id, "setup-failed", "%s", job->reason);
+		(void)cd__journal(d, job, NULL);
+		cd_job_fini(&rec);
+		return;
+	}
+	job->sup_pid = res.sup_pid;
+	job->sup_start = res.sup_start;
+	job->job_pgid = res.job_pgid;
+	(void)cd__journal(d, job, NULL);
+	if (!cd__run_add(d, job))
+		cd__logf(d, "job %llu: out of memory tracking it",
+			 (unsigned long long)job->id);
+	cd__event(d, job->id, "start", "attempt %d on %s, need %.2f GiB (%s), pid %lld",
+		  job->attempts, visible, (double)job->mem_need_bytes / 1073741824.0,
+		  job->mem_source, (long long)res.job_pgid);
+	cd_job_fini(&rec);
+}
+
+/* --- the pass ------------------------------------------------------------ */
+
+void cd__schedule(struct cd_daemon *d)
+{
+	struct colloc_diag diag = {{0}};
+	struct colloc_sched_gpu *gs = NULL;
+	struct colloc_sched_running *rs = NULL;
+	struct colloc_sched_job *qs = NULL;
+	struct colloc_sched_decision *ds = NULL;
+	struct colloc_sched_state st;
+	size_t n = d->n_act, n_q = 0, n_r = 0, n_dec = 0;
+	int64_t now = d->now.mono_ms;
+
+	gs = calloc(d->n_slots ? d->n_slots : 1, sizeof(*gs));
+	rs = calloc(n ? n : 1, sizeof(*rs));
+	qs = calloc(n ? n : 1, sizeof(*qs));
+	ds = calloc(n ? n : 1, sizeof(*ds));
+	if (!gs || !rs || !qs || !ds) {
+		cd__logf(d, "scheduling skipped: out of memory");
+		d->queued_left = true;
+		goto out;
+	}
+	for (size_t k = 0; k < d->n_slots; k++) {
+		const struct slot *sl = &d->slots[k];
+		const struct colloc_gpu_info *in = &d->info[sl->gpu];
+		const char *src;
+
+		gs[k].node = 0;
+		gs[k].mem_total_bytes = sl->total_bytes;
+		gs[k].mem_used_bytes = sl->used_bytes;
+		gs[k].util = cd__gpu_activity(in, &src);
+		if (src != d->activity_src) {
+			/* Said once, and again whenever it changes. */
+			cd__logf(d, "scheduling on %s", src);
+			d->activity_src = src;
+		}
+		gs[k].usable = d->gpu_ok[sl->gpu];
+		gs[k].isolated = sl->isolated;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct cd_job *j = &d->act[k].job;
+
+		if (j->state == CD_JOB_QUEUED) {
+			struct colloc_sched_job *q = &qs[n_q++];
+
+			q->id = j->id;
+			q->n_gpus = j->n_gpus;
+			q->mem_need_bytes = j->mem_need_bytes;
+			q->util_pred = j->util_pred;
+			q->priority = j->priority;
+			q->submit_ms = d->act[k].submit_mono_ms; /* monotonic, as now */
+			q->exclusive = j->exclusive;
+		} else {
+			struct colloc_sched_running *r = &rs[n_r];
+			const struct run_stat *s = cd__run_find(d, j->id);
+			bool ok = true;
+
+			r->job_id = j->id;
+			r->n_gpus = j->n_assigned;
+			r->mem_need_bytes = j->mem_need_bytes;
+			r->util_pred = j->util_pred;
+			r->exclusive = j->exclusive;
+			r->at_peak = true;
+			for (int i = 0; i < j->n_assigned; i++) {
+				uint64_t used = s ? s->used_bytes[i] : 0;
+
+				r->gpus[i] = cd__slot_index(d, j->gpus[i]);
+				ok = ok && r->gpus[i] >= 0;
+				if (used > r->mem_used_bytes)
+					r->mem_used_bytes = used;
+			}
+			r->at_peak = s ? cd__at_peak(d, j->mem_need_bytes,
+						     s->start_mono_ms, r->mem_used_bytes)
+				       : false; /* untracked: keep its reservation */
+			if (ok && r->n_gpus > 0)
+				n_r++;
+		}
+	}
+	/* Until a pass has started them all, every sample asks for one. */
+	d->queued_left = n_q > 0;
+	if (n_q == 0)
+		goto out;
+	st.gpus = gs;
+	st.n_gpus = (int)d->n_slots;
+	st.running = rs;
+	st.n_running = n_r;
+	st.now_ms = now;
+	st.rr_cursor = d->rr_cursor;
+	if (colloc_sched_decide(&d->cfg.sched, &st, qs, n_q, ds, n_q, &n_dec,
+				&d->rr_cursor, &diag)) {
+		cd__logf(d, "scheduling failed: %s", diag.msg);
+		goto out;
+	}
+	d->queued_left = n_dec < n_q;
+	/* d->act changes with every launch: look each decision's job up. */
+	for (size_t k = 0; k < n_dec; k++) {
+		const struct cd_active *a = cd__active(d, ds[k].job_id);
+
+		if (a && a->job.state == CD_JOB_QUEUED)
+			launch(d, &a->job, &ds[k]);
+	}
+out:
+	free(gs);
+	free(rs);
+	free(qs);
+	free(ds);
+}
+
+int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample)
+{
+	int64_t now_ms = d->now.mono_ms, next;
+
+	if (force_sample || d->last_sample_ms == INT64_MIN ||
+	    now_ms - d->last_sample_ms >= d->cfg.sample_ms) {
+		cd__check_supervisors(d);
+		cd__sample(d);
+		d->last_sample_ms = now_ms;
+		/* Usage changed and reservations may have lapsed: that can
+		 * start a waiting job, and nothing else. */
+		d->dirty = d->dirty || d->queued_left;
+	}
+	if (d->dirty) {
+		struct timespec t0, t1;
+
+		d->dirty = false;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		cd__schedule(d);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		d->sched.passes++;
+		d->sched.last_s = (double)(t1.tv_sec - t0.tv_sec) +
+				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		d->sched.total_s += d->sched.last_s;
+	}
+	next = d->last_sample_ms == INT64_MIN
+		       ? 0
+		       : d->last_sample_ms + d->cfg.sample_ms - now_ms;
+	return next < 0 ? 0 : next;
+}
