@@ -301,8 +301,9 @@ void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
 	}
 }
 
-int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
-		     struct cd_daemon **out, struct colloc_diag *diag)
+int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
+		     void (*log)(const char *line), struct cd_daemon **out,
+		     struct colloc_diag *diag)
 {
 	struct cd_daemon *d = calloc(1, sizeof(*d));
 	const char *spec = cfg->gpus;
@@ -313,7 +314,7 @@ int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
 	d->cfg = *cfg;
 	d->log = log;
 	d->euid = geteuid();
-	d->now = cd_now_read();
+	d->now = now;
 	d->created_ms = d->now.mono_ms;
 	d->last_sample_ms = INT64_MIN;
 	if ((size_t)snprintf(d->logs_dir, sizeof(d->logs_dir), "%s/logs",
@@ -432,5 +433,9 @@ void cd_daemon_destroy(struct cd_daemon *d)
 	for (size_t k = 0; k < d->n_act; k++)
 		cd_job_fini(&d->act[k].job);
 	free(d->act);
+	free(d->pass_gpus);
+	free(d->pass_running);
+	free(d->pass_queue);
+	free(d->pass_dec);
 	free(d);
 }

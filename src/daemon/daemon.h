@@ -83,15 +83,16 @@ struct cd_submit {
 void cd_submit_fini(struct cd_submit *s);
 
 /*
- * Open the store and the GPU backend named by cfg (the core's time starts
- * at cd_now_read()), create state_dir/logs and
+ * Open the store and the GPU backend named by cfg at time now (the event
+ * loop passes cd_now_read()), create state_dir/logs and
  * state_dir/status, and recover: adopt running jobs whose supervisors live,
  * finish those whose supervisors have ended. log (may be NULL) receives one
  * line per notable event ("job 7 started on GPU 0 (SIM-...)"); the daemon's
  * main prints them to stderr. Returns 0 and *out, or a negative code.
  */
-int cd_daemon_create(const struct cd_config *cfg, void (*log)(const char *line),
-		     struct cd_daemon **out, struct colloc_diag *diag);
+int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
+		     void (*log)(const char *line), struct cd_daemon **out,
+		     struct colloc_diag *diag);
 
 void cd_daemon_destroy(struct cd_daemon *d);
 

@@ -96,6 +96,13 @@ struct cd_daemon {
 	size_t n_runs, cap_runs;
 	struct cd_active *act; /* queued and running jobs, by id */
 	size_t n_act, cap_act;
+	/* The pass's working arrays, kept between passes (grown, never
+	 * shrunk): a pass over a deep queue allocates nothing. */
+	struct colloc_sched_gpu *pass_gpus;
+	struct colloc_sched_running *pass_running;
+	struct colloc_sched_job *pass_queue;
+	struct colloc_sched_decision *pass_dec;
+	size_t pass_cap_gpus, pass_cap_jobs;
 	char logs_dir[CD_PATH_MAX];
 	char status_dir[CD_PATH_MAX];
 	char mps_dir[CD_PATH_MAX]; /* sharing = mps: STATE/mps */

@@ -181,7 +181,7 @@ int main(int argc, char **argv)
 	lock = lock_state_dir(cfg.state_dir);
 	if (lock < 0)
 		return 1;
-	if (cd_daemon_create(&cfg, log_line, &d, &diag) != 0) {
+	if (cd_daemon_create(&cfg, cd_now_read(), log_line, &d, &diag) != 0) {
 		fprintf(stderr, "collocd: error: %s\n", diag.msg);
 		close(lock);
 		return 1;

@@ -156,6 +156,40 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 
 /* --- the pass ------------------------------------------------------------ */
 
+/* Grow d's pass arrays to n_gpus slots and n_jobs jobs. 0, or -ENOMEM with
+ * the old arrays kept. */
+static int pass_arrays(struct cd_daemon *d, size_t n_gpus, size_t n_jobs)
+{
+	if (n_gpus < 1)
+		n_gpus = 1;
+	if (n_jobs < 1)
+		n_jobs = 1;
+	if (n_gpus > d->pass_cap_gpus) {
+		void *p = realloc(d->pass_gpus, n_gpus * sizeof(*d->pass_gpus));
+
+		if (!p)
+			return -ENOMEM;
+		d->pass_gpus = p;
+		d->pass_cap_gpus = n_gpus;
+	}
+	if (n_jobs > d->pass_cap_jobs) {
+		size_t cap = n_jobs + n_jobs / 2;
+		void *r = realloc(d->pass_running, cap * sizeof(*d->pass_running));
+
+		if (r)
+			d->pass_running = r;
+		r = r ? realloc(d->pass_queue, cap * sizeof(*d->pass_queue)) : NULL;
+		if (r)
+			d->pass_queue = r;
+		r = r ? realloc(d->pass_dec, cap * sizeof(*d->pass_dec)) : NULL;
+		if (!r)
+			return -ENOMEM;
+		d->pass_dec = r;
+		d->pass_cap_jobs = cap;
+	}
+	return 0;
+}
+
 void cd__schedule(struct cd_daemon *d)
 {
 	struct colloc_diag diag = {{0}};
@@ -167,15 +201,16 @@ void cd__schedule(struct cd_daemon *d)
 	size_t n = d->n_act, n_q = 0, n_r = 0, n_dec = 0;
 	int64_t now = d->now.mono_ms;
 
-	gs = calloc(d->n_slots ? d->n_slots : 1, sizeof(*gs));
-	rs = calloc(n ? n : 1, sizeof(*rs));
-	qs = calloc(n ? n : 1, sizeof(*qs));
-	ds = calloc(n ? n : 1, sizeof(*ds));
-	if (!gs || !rs || !qs || !ds) {
+	if (pass_arrays(d, d->n_slots, n)) {
 		cd__logf(d, "scheduling skipped: out of memory");
 		d->queued_left = true;
-		goto out;
+		return;
 	}
+	gs = d->pass_gpus;
+	rs = d->pass_running;
+	qs = d->pass_queue;
+	ds = d->pass_dec;
+	memset(gs, 0, (d->n_slots ? d->n_slots : 1) * sizeof(*gs));
 	for (size_t k = 0; k < d->n_slots; k++) {
 		const struct slot *sl = &d->slots[k];
 		const struct colloc_gpu_info *in = &d->info[sl->gpu];
@@ -199,6 +234,7 @@ void cd__schedule(struct cd_daemon *d)
 		if (j->state == CD_JOB_QUEUED) {
 			struct colloc_sched_job *q = &qs[n_q++];
 
+			memset(q, 0, sizeof(*q));
 			q->id = j->id;
 			q->n_gpus = j->n_gpus;
 			q->mem_need_bytes = j->mem_need_bytes;
@@ -211,6 +247,7 @@ void cd__schedule(struct cd_daemon *d)
 			const struct run_stat *s = cd__run_find(d, j->id);
 			bool ok = true;
 
+			memset(r, 0, sizeof(*r));
 			r->job_id = j->id;
 			r->n_gpus = j->n_assigned;
 			r->mem_need_bytes = j->mem_need_bytes;
@@ -256,10 +293,7 @@ void cd__schedule(struct cd_daemon *d)
 			launch(d, &a->job, &ds[k]);
 	}
 out:
-	free(gs);
-	free(rs);
-	free(qs);
-	free(ds);
+	return;
 }
 
 int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample)

@@ -84,7 +84,7 @@ static int setup(void **state)
 	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", f.dir);
 	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s/sock", f.dir);
 	cfg.kill_grace_ms = 1000;
-	if (cd_daemon_create(&cfg, NULL, &f.d, &diag) != 0) {
+	if (cd_daemon_create(&cfg, cd_now_read(), NULL, &f.d, &diag) != 0) {
 		print_error("cd_daemon_create: %s\n", diag.msg);
 		return -1;
 	}
