@@ -132,8 +132,16 @@ commit:
 				 has_util ? job->util_mean : -1.0, d->now.wall_ms, &diag))
 		cd__logf(d, "job %llu: cannot record its peak: %s",
 			 (unsigned long long)job->id, diag.msg);
-	if (cd__journal(d, job, NULL) == 0)
+	if (cd__journal(d, job, NULL) == 0) {
+		char claim[CD_PATH_MAX + 80];
+
 		unlink(spath);
+		/* what a killed supervisor or a revoked launch left */
+		snprintf(claim, sizeof(claim), "%s.sup", spath);
+		unlink(claim);
+		snprintf(claim, sizeof(claim), "%s.launch", spath);
+		unlink(claim);
+	}
 	cd__run_remove(d, job->id);
 	cd_job_fini(&rec);
 	d->dirty = true;
@@ -182,6 +190,52 @@ void cd__check_supervisors(struct cd_daemon *d)
 	free(ids);
 }
 
+/*
+ * A job the store says runs, whose supervisor collocd never recorded (it
+ * stopped between committing the launch and the supervisor's pid) and which
+ * has no status: the launch claim says whether a supervisor runs it
+ * (launcher.h). Revoked or never forked: queued again, and no copy can
+ * start. Claimed: adopted when that supervisor lives, else finished.
+ */
+static void reconcile(struct cd_daemon *d, struct cd_job *j, const char *spath)
+{
+	struct colloc_diag diag = {{0}};
+	int64_t pid = 0;
+	uint64_t start = 0;
+	int c = cd_launch_reconcile(spath, &pid, &start, &diag);
+
+	if (c == CD_LAUNCH_CLAIMED) {
+		j->sup_pid = pid;
+		j->sup_start = start;
+		if (!cd_supervisor_alive(pid, start)) {
+			cd__finish(d, j);
+			return;
+		}
+		if (cd__journal(d, j, NULL) == 0) {
+			(void)cd__run_add(d, j);
+			cd__event(d, j->id, "adopt",
+				  "its supervisor %lld had claimed the launch before "
+				  "collocd "
+				  "stopped; still running",
+				  (long long)pid);
+		}
+		return;
+	}
+	if (c < 0) {
+		/* Whether it started cannot be told: never start a second copy. */
+		cd__logf(d, "job %llu: %s", (unsigned long long)j->id, diag.msg);
+		cd__finish(d, j);
+		return;
+	}
+	j->state = CD_JOB_QUEUED;
+	j->attempts = j->attempts > 0 ? j->attempts - 1 : 0;
+	snprintf(j->reason, sizeof(j->reason),
+		 "collocd stopped while launching it, before any supervisor ran it; "
+		 "queued again");
+	if (cd__journal(d, j, NULL) == 0)
+		cd__event(d, j->id, "requeue", "%s", j->reason);
+}
+
 /* After a restart: adopt, finish or re-queue every job the store says runs. */
 void cd__recover(struct cd_daemon *d)
 {
@@ -199,12 +253,7 @@ void cd__recover(struct cd_daemon *d)
 			continue;
 		cd__status_path(d, j->id, spath, sizeof(spath));
 		if (j->sup_pid == 0 && stat(spath, &sb) != 0) {
-			j->state = CD_JOB_QUEUED;
-			j->attempts = j->attempts > 0 ? j->attempts - 1 : 0;
-			snprintf(j->reason, sizeof(j->reason),
-				 "collocd stopped while launching it; queued again");
-			if (cd__journal(d, j, NULL) == 0)
-				cd__event(d, j->id, "requeue", "%s", j->reason);
+			reconcile(d, j, spath);
 		} else if (j->sup_pid > 0 &&
 			   cd_supervisor_alive(j->sup_pid, j->sup_start)) {
 			(void)cd__run_add(d, j);

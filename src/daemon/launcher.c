@@ -82,6 +82,7 @@ enum stage {
 	STAGE_SUP_GROUPS,
 	STAGE_SUP_PIPE,
 	STAGE_SUP_FORK,
+	STAGE_SUP_CLAIM,
 };
 
 /* One message, well under PIPE_BUF: written and read whole. */
@@ -98,6 +99,8 @@ struct sup_ctx {
 	char **envp; /* the job's environment, NULL-terminated */
 	const char *path; /* PATH of the submitted environment */
 	const char *status_base; /* last component of status_path */
+	char launch_name[NAME_MAX + 1]; /* status_base + ".launch": the intent */
+	char sup_name[NAME_MAX + 1]; /* status_base + ".sup": the claim */
 	int hs_fd; /* handshake, write end */
 	int out_fd, err_fd; /* the logs */
 	int dir_fd; /* the status file's directory */
@@ -976,6 +979,35 @@ static void setup_message(char *buf, size_t cap, const struct cd_launch_spec *s,
 	}
 }
 
+/*
+ * The supervisor claims its launch before the job exists: it writes its pid
+ * and start time into the daemon's intent file and renames it to the claim.
+ * rename() is atomic, so exactly one of this claim and a restarted daemon's
+ * revocation (cd_launch_reconcile() unlinking the intent) wins. Returns 0 or
+ * -errno (-ENOENT: revoked).
+ */
+static int sup_claim(const struct sup_ctx *c)
+{
+	char line[64];
+	int fd, n, rc = 0;
+
+	fd = openat(c->dir_fd, c->launch_name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(line, sizeof(line), "%lld %llu\n", (long long)getpid(),
+		     (unsigned long long)cd_process_start_ticks(getpid()));
+	rc = write_all(fd, line, (size_t)n);
+	if (rc == 0 && fsync(fd) != 0)
+		rc = -errno;
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && renameat(c->dir_fd, c->launch_name, c->dir_fd, c->sup_name) != 0)
+		rc = -errno;
+	if (rc == 0)
+		fsync(c->dir_fd);
+	return rc;
+}
+
 static _Noreturn void supervise(struct sup_ctx *c)
 {
 	const struct cd_launch_spec *s = c->spec;
@@ -1001,6 +1033,8 @@ static _Noreturn void supervise(struct sup_ctx *c)
 		sup_abort(c->hs_fd, STAGE_SUP_GROUPS, -rc);
 	if (pipe2(ep, O_CLOEXEC) != 0)
 		sup_abort(c->hs_fd, STAGE_SUP_PIPE, errno);
+	if ((rc = sup_claim(c)) != 0)
+		sup_abort(c->hs_fd, STAGE_SUP_CLAIM, -rc);
 
 	memset(&st, 0, sizeof(st));
 	st.stdout_offset = c->out_off;
@@ -1048,7 +1082,11 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	/* Whatever the job left in its group would keep GPU memory. */
 	kill(-job, SIGKILL);
 	sup_reap(job, LEFTOVER_WAIT_MS);
-	_exit(status_write(c->dir_fd, c->status_base, &st) == 0 ? 0 : 1);
+	if (status_write(c->dir_fd, c->status_base, &st) != 0)
+		_exit(1);
+	/* The status says everything the claim did, and more. */
+	unlinkat(c->dir_fd, c->sup_name, 0);
+	_exit(0);
 }
 
 /* ---- the daemon's side -------------------------------------------------------- */
@@ -1291,9 +1329,84 @@ static const char *sup_stage_name(int stage)
 		return "cannot create a pipe";
 	case STAGE_SUP_FORK:
 		return "cannot fork the job";
+	case STAGE_SUP_CLAIM:
+		return "its launch was revoked before it claimed it";
 	default:
 		return "cannot set up the supervisor";
 	}
+}
+
+/* Record the intent to launch (an empty file the supervisor claims), made
+ * durable before the supervisor exists; an earlier attempt's claim goes. */
+static int write_intent(const struct sup_ctx *c, struct colloc_diag *diag)
+{
+	const struct cd_launch_spec *s = c->spec;
+	int fd, rc = 0;
+
+	if (unlinkat(c->dir_fd, c->sup_name, 0) != 0 && errno != ENOENT)
+		rc = -errno;
+	if (rc == 0 && unlinkat(c->dir_fd, c->launch_name, 0) != 0 && errno != ENOENT)
+		rc = -errno;
+	fd = rc ? -1
+		: openat(c->dir_fd, c->launch_name,
+			 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (rc == 0 && fd < 0)
+		rc = -errno;
+	if (fd >= 0) {
+		if (fsync(fd) != 0)
+			rc = -errno;
+		close(fd);
+	}
+	if (rc == 0 && fsync(c->dir_fd) != 0)
+		rc = -errno;
+	if (rc)
+		colloc_diag_printf(diag, "job %llu: cannot record its launch in '%s': %s",
+				   (unsigned long long)s->job_id, s->status_path,
+				   strerror(-rc));
+	return rc;
+}
+
+int cd_launch_reconcile(const char *status_path, int64_t *sup_pid, uint64_t *sup_start,
+			struct colloc_diag *diag)
+{
+	char path[PATH_MAX], buf[64], *end = buf;
+	long long pid = 0;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	*sup_pid = 0;
+	*sup_start = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s.launch", status_path) >=
+	    sizeof(path))
+		return colloc_diag_set(diag, COLLOC_ELIMIT, "status path too long");
+	if (unlink(path) == 0)
+		return CD_LAUNCH_REVOKED;
+	if (errno != ENOENT)
+		return colloc_diag_set(diag, -errno, "cannot revoke '%s': %s", path,
+				       strerror(errno));
+	snprintf(path, sizeof(path), "%s.sup", status_path);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return CD_LAUNCH_NONE;
+		return colloc_diag_set(diag, -errno, "cannot read '%s': %s", path,
+				       strerror(errno));
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return colloc_diag_set(diag, COLLOC_EFORMAT, "'%s' is empty", path);
+	buf[n] = '\0';
+	errno = 0;
+	pid = strtoll(buf, &end, 10);
+	if (end != buf && *end == ' ')
+		start = strtoull(end + 1, &end, 10);
+	if (errno || pid <= 0 || pid > INT32_MAX || start == 0 || *end != '\n')
+		return colloc_diag_set(diag, COLLOC_EFORMAT, "'%s' is not a claim", path);
+	*sup_pid = pid;
+	*sup_start = start;
+	return CD_LAUNCH_CLAIMED;
 }
 
 int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
@@ -1317,6 +1430,13 @@ int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
 		const char *base = strrchr(spec->status_path, '/');
 
 		c.status_base = base ? base + 1 : spec->status_path;
+		if ((size_t)snprintf(c.launch_name, sizeof(c.launch_name), "%s.launch",
+				     c.status_base) >= sizeof(c.launch_name) ||
+		    (size_t)snprintf(c.sup_name, sizeof(c.sup_name), "%s.sup",
+				     c.status_base) >= sizeof(c.sup_name))
+			return colloc_diag_set(diag, COLLOC_ELIMIT,
+					       "job %llu: status file name too long",
+					       (unsigned long long)spec->job_id);
 	}
 	c.envp = build_env(spec, &c.path);
 	if (!c.envp)
@@ -1335,8 +1455,11 @@ int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
 				   strerror(-rc));
 		goto out;
 	}
+	if ((rc = write_intent(&c, diag)) != 0)
+		goto out;
 	if (pipe2(hs, O_CLOEXEC) != 0) {
 		rc = -errno;
+		unlinkat(c.dir_fd, c.launch_name, 0);
 		colloc_diag_printf(diag, "job %llu: cannot create a pipe: %s",
 				   (unsigned long long)spec->job_id, strerror(-rc));
 		goto out;
@@ -1346,6 +1469,7 @@ int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
 		rc = -errno;
 		close(hs[0]);
 		close(hs[1]);
+		unlinkat(c.dir_fd, c.launch_name, 0);
 		colloc_diag_printf(diag, "job %llu: cannot fork the supervisor: %s",
 				   (unsigned long long)spec->job_id, strerror(-rc));
 		goto out;
@@ -1359,9 +1483,12 @@ int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
 	rc = await_report(hs[0], &r);
 	close(hs[0]);
 	if (rc != 0) {
-		/* Silent or stuck: make sure it is gone. */
+		/* Silent or stuck: make sure it is gone, and its launch with it
+		 * (a claim it made is undone: no job runs under it now). */
 		kill(sup, SIGKILL);
 		reap(sup);
+		unlinkat(c.dir_fd, c.launch_name, 0);
+		unlinkat(c.dir_fd, c.sup_name, 0);
 		colloc_diag_printf(diag, "job %llu: supervisor %s",
 				   (unsigned long long)spec->job_id,
 				   rc == -ETIMEDOUT ? "did not report within 5 s"
@@ -1370,6 +1497,8 @@ int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
 	}
 	if (r.stage != STAGE_NONE || r.pid <= 0) {
 		reap(sup);
+		unlinkat(c.dir_fd, c.launch_name, 0);
+		unlinkat(c.dir_fd, c.sup_name, 0);
 		rc = r.err > 0 && r.err < 4096 ? -r.err : -EIO;
 		colloc_diag_printf(diag, "job %llu: %s: %s",
 				   (unsigned long long)spec->job_id,

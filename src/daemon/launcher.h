@@ -84,6 +84,29 @@ struct cd_launch_result {
 int cd_launch(const struct cd_launch_spec *spec, struct cd_launch_result *res,
 	      struct colloc_diag *diag);
 
+/*
+ * Exactly-once launches. Before forking, cd_launch() makes an intent file
+ * beside the status file (STATUS.launch); the supervisor claims it, before
+ * the job exists, by writing "PID START_TICKS" into it and renaming it to
+ * STATUS.sup (removed again once the status file is written). A daemon that
+ * restarts and finds a job it had marked running without knowing its
+ * supervisor calls cd_launch_reconcile(), which first tries to revoke the
+ * intent: rename and unlink are atomic, so either the revocation wins and no
+ * supervisor will ever run the job (re-queue it), or the claim won and the
+ * claim names the supervisor (adopt it, or finish the job if that process
+ * is gone).
+ */
+enum cd_launch_claim {
+	CD_LAUNCH_NONE = 0, /* neither intent nor claim: never forked */
+	CD_LAUNCH_REVOKED, /* the intent was there and is revoked now */
+	CD_LAUNCH_CLAIMED, /* *sup_pid / *sup_start claimed it */
+};
+
+/* Reconcile the launch of the job whose status file is status_path; returns
+ * an enum cd_launch_claim, or a negative code (an unreadable claim). */
+int cd_launch_reconcile(const char *status_path, int64_t *sup_pid, uint64_t *sup_start,
+			struct colloc_diag *diag);
+
 enum cd_status_kind {
 	CD_STATUS_EXITED = 0, /* code holds the exit status */
 	CD_STATUS_SIGNALED, /* code holds the signal number */

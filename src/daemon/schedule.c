@@ -13,6 +13,7 @@
 
 #include "colloc/sched.h"
 #include "daemon/daemon_int.h"
+#include "daemon/fault.h"
 #include "daemon/launcher.h"
 #include "daemon/mps.h"
 
@@ -91,6 +92,7 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 		cd_job_fini(&rec);
 		return;
 	}
+	cd_fault_point("launch-before-fork");
 	argv = string_vector(job->argv_json, &targ);
 	envp = string_vector(job->env_json, &tenv);
 	rc = 0;
@@ -141,6 +143,7 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 		cd_job_fini(&rec);
 		return;
 	}
+	cd_fault_point("launch-after-fork");
 	job->sup_pid = res.sup_pid;
 	job->sup_start = res.sup_start;
 	job->job_pgid = res.job_pgid;

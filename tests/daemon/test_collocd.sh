@@ -161,6 +161,41 @@ api crash GET /v1/stats >/dev/null
 check crash-none-lost test "$(field "$(cat "$T/api.out")" jobs_lost)" = 0
 stop crash
 
+# --- F. a crash inside the launch window: collocd killed after committing a
+# launch and before (or after) forking its supervisor, then restarted. The job
+# runs exactly once either way: the launch claim (launcher.h) tells a restarted
+# daemon whether a supervisor took it. Needs the crash points of a test build
+# (COLLOC_FAULT_INJECTION, the asan preset); skipped, and said, without them.
+for point in launch-before-fork launch-after-fork; do
+	export COLLOC_FAULT=$point
+	start fault 1x8GiB || exit 1
+	unset COLLOC_FAULT
+	fpid=$(cat "$T/fault.pid")
+	# the reply may or may not leave before the crash: a fresh store's
+	# first job is 1
+	submit fault --mem 1GiB -- sh -c "echo run >> $T/once.$point; sleep 1" >/dev/null
+	k=0
+	while kill -0 "$fpid" 2>/dev/null && [ $k -lt 100 ]; do
+		sleep 0.1
+		k=$((k + 1))
+	done
+	if kill -0 "$fpid" 2>/dev/null; then
+		echo "SKIP crash-$point: collocd has no crash points (not a test build)"
+		stop fault
+		rm -f "$T/fault.db"
+		rm -rf "$T/fault"
+		continue
+	fi
+	wait "$fpid" 2>/dev/null
+	start fault 1x8GiB || exit 1
+	waitall fault 1
+	check "crash-$point-ran-once" test "$(wc -l <"$T/once.$point" 2>/dev/null)" = 1
+	check "crash-$point-done" test "$(state_of fault 1)" = done
+	stop fault
+	rm -f "$T/fault.db"
+	rm -rf "$T/fault"
+done
+
 # --- G. sharing = mps: one MPS control daemon per GPU (a fake that records
 # its calls), each job an MPS client with its own SM share and memory limit ---
 fake_mps="$(cd "$(dirname "$0")/.." && pwd)/fake/fake-mps-control"
