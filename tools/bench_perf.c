@@ -466,8 +466,8 @@ static void error_by_bin(const double *p, const double *m, int n)
 	       "mean log error");
 	for (int b = 0; b < 10; b++)
 		if (cnt[b])
-			printf("%2d-%2d%%%16s %6d %14.2f %16.3f\n", 10 * b, 10 * b + 9, "",
-			       cnt[b], tot > 0 ? sse[b] / tot : 0, sle[b] / cnt[b]);
+			printf("%2d-%2d%%%16s %6d %14.2f %16.3f\n", 10 * b, 10 * b + 9,
+			       "", cnt[b], tot > 0 ? sse[b] / tot : 0, sle[b] / cnt[b]);
 	printf("\n");
 }
 
