@@ -32,8 +32,7 @@
 #include <time.h>
 
 #include "colloc/estimate.h"
-#include "colloc/onnx.h"
-#include "colloc/shape.h"
+#include "colloc/model.h"
 #include "colloc/zoo.h"
 
 #define MAX_ROWS 1024
@@ -176,12 +175,12 @@ static const char *platform_of(const char *gpu)
 
 static int estimate_row(struct row *r, struct colloc_diag *diag)
 {
-	struct colloc_graph *g = NULL;
+	struct colloc_model *m = NULL;
 	struct colloc_platform plat;
 	struct colloc_estimate_opts o;
 	struct colloc_estimate e;
-	struct colloc_binding seq = {"seq", 128};
-	struct colloc_bind_opts bo = {r->batch, NULL, 0};
+	/* the language models' rows are padded to 128 tokens */
+	struct colloc_model_dims md = {r->batch, 0, NULL, 0, false};
 	char path[4096];
 	const char *graph = NULL, *pname = platform_of(r->gpu);
 	int rc;
@@ -189,10 +188,8 @@ static int estimate_row(struct row *r, struct colloc_diag *diag)
 	for (size_t k = 0; k < sizeof(models) / sizeof(models[0]); k++)
 		if (strcmp(models[k].csv, r->model) == 0) {
 			graph = models[k].graph;
-			if (models[k].dim) {
-				bo.dims = &seq;
-				bo.n_dims = 1;
-			}
+			if (models[k].dim)
+				md.seq = 128;
 		}
 	if (!graph || !pname)
 		return colloc_diag_set(diag, COLLOC_ENOTFOUND,
@@ -201,12 +198,12 @@ static int estimate_row(struct row *r, struct colloc_diag *diag)
 	if ((rc = colloc_platform_load(pname, &plat, diag)))
 		return rc;
 	snprintf(path, sizeof(path), "%s/%s.onnx", colloc_data_dir(), graph);
-	if ((rc = colloc_onnx_load_file(path, NULL, &g, diag)))
+	if ((rc = colloc_model_open(path, NULL, &m, diag)))
 		return rc;
-	rc = colloc_graph_infer(g, &bo, diag);
+	rc = 0;
 	colloc_estimate_opts_init(&o);
 	o.optimizer = optimizer_of(r->opt);
-	if (bo.n_dims)
+	if (md.seq)
 		o.loss = COLLOC_LOSS_CAUSAL_LM; /* GPT2LMHeadModel(labels=...) */
 	o.platform = &plat;
 	o.iterations = 4; /* the measured loop ran 4 iterations */
@@ -216,13 +213,13 @@ static int estimate_row(struct row *r, struct colloc_diag *diag)
 	if (!rc && o.optimizer < 0)
 		rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown optimizer %s", r->opt);
 	if (!rc)
-		rc = colloc_estimate_run(g, &o, &e, diag);
+		rc = colloc_estimate_model(m, &md, &o, &e, diag);
 	if (!rc) {
 		r->ours = (double)e.peak_device_bytes;
 		r->ours_reserved = (double)e.peak_reserved_bytes;
 		r->ours_upper = (double)e.peak_device_upper_bytes;
 	}
-	colloc_graph_destroy(g);
+	colloc_model_destroy(m);
 	return rc;
 }
 
@@ -252,16 +249,16 @@ static void summary(const char *name, struct row *rows, int n, int which)
 
 static double speed_ms(int runs)
 {
-	struct colloc_graph *g = NULL;
+	struct colloc_model *m = NULL;
 	struct colloc_diag diag = {{0}};
-	struct colloc_bind_opts bo = {256, NULL, 0};
+	struct colloc_model_dims md = {256, 0, NULL, 0, false};
 	struct colloc_estimate_opts o;
 	struct colloc_estimate e;
 	double t[64];
 	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/zoo/resnet50.onnx", colloc_data_dir());
-	if (colloc_onnx_load_file(path, NULL, &g, &diag)) {
+	if (colloc_model_open(path, NULL, &m, &diag)) {
 		fprintf(stderr, "bench_estimate: %s\n", diag.msg);
 		return NO_VALUE;
 	}
@@ -270,15 +267,14 @@ static double speed_ms(int runs)
 		double t0 = now_s();
 
 		/* infer + estimate: what a scheduler does per job and batch */
-		if (colloc_graph_infer(g, &bo, &diag) ||
-		    colloc_estimate_run(g, &o, &e, &diag)) {
+		if (colloc_estimate_model(m, &md, &o, &e, &diag)) {
 			fprintf(stderr, "bench_estimate: %s\n", diag.msg);
-			colloc_graph_destroy(g);
+			colloc_model_destroy(m);
 			return NO_VALUE;
 		}
 		t[k] = (now_s() - t0) * 1e3;
 	}
-	colloc_graph_destroy(g);
+	colloc_model_destroy(m);
 	return quantile(t, runs, 0.5);
 }
 

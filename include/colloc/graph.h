@@ -104,6 +104,12 @@ struct colloc_tensor {
 	const struct colloc_value *value;
 	/* Initializer data lives in an external file, or was stripped. */
 	bool external;
+	/* A parameter frozen by the caller (requires_grad=False: --freeze,
+	 * --trainable none|lora; colloc/model.h). It is then classed
+	 * COLLOC_PARAM_BUFFER, which is what the estimator needs (held in
+	 * memory, no gradient, no optimizer state), but counted apart from
+	 * the model's own buffers. */
+	bool frozen;
 
 	int producer; /* node index, or -1 */
 	int consumers; /* number of node inputs reading it */
@@ -213,6 +219,8 @@ struct colloc_param_totals {
 	uint64_t buffers; /* incl. one num_batches_tracked per batch norm */
 	uint64_t buffer_bytes;
 	uint64_t constants;
+	uint64_t frozen; /* frozen parameters (tensor.frozen), not buffers */
+	uint64_t frozen_bytes;
 };
 void colloc_graph_param_totals(const struct colloc_graph *g,
 			       struct colloc_param_totals *out);

@@ -42,6 +42,19 @@ int cli_parse_batch(const char *arg, struct cli_dims *d)
 	return 0;
 }
 
+int cli_parse_seq(const char *arg, struct cli_dims *d)
+{
+	uint64_t v;
+
+	if (colloc_parse_u64(arg, CLI_MAX_DIM_VALUE, &v) || v == 0) {
+		cli_error("--seq wants a positive integer up to %llu, not '%s'",
+			  (unsigned long long)CLI_MAX_DIM_VALUE, arg);
+		return CLI_USAGE;
+	}
+	d->seq = (int64_t)v;
+	return 0;
+}
+
 int cli_parse_dim(char *arg, struct cli_dims *d)
 {
 	char *eq = strchr(arg, '=');

@@ -27,6 +27,7 @@ enum {
 /* Symbolic-dimension options shared by commands that take a MODEL. */
 struct cli_dims {
 	int64_t batch; /* 0 when not given */
+	int64_t seq; /* --seq: every sequence dim of the model; 0 = none */
 	struct colloc_binding dims[CLI_MAX_DIMS];
 	size_t n_dims;
 };
@@ -38,6 +39,8 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * CLI_USAGE after printing why. */
 int cli_parse_batch(const char *arg, struct cli_dims *d);
 int cli_parse_dim(char *arg, struct cli_dims *d);
+/* "--seq N": every sequence dim of the model (colloc/model.h). */
+int cli_parse_seq(const char *arg, struct cli_dims *d);
 
 /* Parse --optimizer, --precision and --loss values into o; return 0 or
  * CLI_USAGE after printing why. */
@@ -60,15 +63,20 @@ int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o);
  */
 struct colloc_estimate;
 struct colloc_graph;
+struct colloc_model;
+struct colloc_model_opts;
 struct colloc_platform;
 struct colloc_diag;
 /* The profile named name (NULL: the built-in one) into p; CLI_OK or CLI_USAGE. */
 int cli_platform_load(const char *name, struct colloc_platform *p);
-/* model (an .onnx file or a zoo name) into *g, which the caller destroys;
- * CLI_OK or CLI_ERROR. */
-int cli_model_load(const char *model, struct colloc_graph **g);
-/* Infer g at batch with d's named dims, then estimate training under opts. */
-int cli_estimate_at(struct colloc_graph *g, const struct cli_dims *d, int64_t batch,
+/* model (an .onnx file, a zoo name or hf:CONFIG) opened under mo (NULL:
+ * defaults) into *m, which the caller destroys (colloc/model.h); CLI_OK,
+ * CLI_USAGE for options that do not apply to it, or CLI_ERROR. */
+int cli_model_open(const char *model, const struct colloc_model_opts *mo,
+		   struct colloc_model **m);
+/* Infer m at batch with d's seq and named dims (the model's defaults for
+ * the rest), then estimate training under opts (colloc_estimate_model). */
+int cli_estimate_at(struct colloc_model *m, const struct cli_dims *d, int64_t batch,
 		    const struct colloc_estimate_opts *opts, struct colloc_estimate *e,
 		    struct colloc_diag *diag);
 /* Print "MODEL: why" for cli_estimate_at()'s failure rc; CLI_USAGE when the

@@ -25,6 +25,7 @@
 
 #include "cli/cli.h"
 #include "colloc/estimate.h"
+#include "colloc/model.h"
 #include "colloc/platform.h"
 #include "colloc/units.h"
 
@@ -67,7 +68,7 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 {
 	struct colloc_estimate_opts o = *base;
 	struct cli_dims d;
-	struct colloc_graph *g = NULL;
+	struct colloc_model *g = NULL;
 	struct colloc_estimate e;
 	struct colloc_diag diag = {{0}};
 	char dims[512];
@@ -92,12 +93,12 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 			if (cli_parse_dim(tok, &d))
 				goto bad;
 	}
-	if ((rc = cli_model_load(f[col[C_MODEL]], &g))) {
+	if ((rc = cli_model_open(f[col[C_MODEL]], NULL, &g))) {
 		cli_error("%s:%d: the run above cannot be estimated", csv, lineno);
 		return rc;
 	}
 	rc = cli_estimate_at(g, &d, d.batch, &o, &e, &diag);
-	colloc_graph_destroy(g);
+	colloc_model_destroy(g);
 	if (rc) {
 		cli_error("%s:%d: %s: %s", csv, lineno, f[col[C_MODEL]], diag.msg);
 		return CLI_ERROR;

@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 #include "colloc/estimate.h"
 #include "colloc/cost.h"
-#include "colloc/onnx.h"
+#include "colloc/model.h"
 #include "colloc/perf.h"
 #include "colloc/units.h"
 #include "colloc/zoo.h"
@@ -20,7 +20,8 @@ static const char estimate_usage[] =
 	"       colloc estimate MODEL --max-batch --gpu-memory SIZE [options]\n"
 	"       colloc estimate --list-platforms\n"
 	"\n"
-	"Predict, for training MODEL (an .onnx file or a zoo name) with PyTorch,\n"
+	"Predict, for training MODEL (an .onnx file, a zoo name, or hf:CONFIG, a\n"
+	"Hugging Face config.json or its directory) with PyTorch,\n"
 	"the peak GPU memory (what the caching allocator has allocated and\n"
 	"reserved at its worst moment, and what NVML shows for the process:\n"
 	"reserved + CUDA context and libraries; docs/estimator.md) and one\n"
@@ -32,9 +33,21 @@ static const char estimate_usage[] =
 	"  --batch N              batch size (leading dim of symbolic inputs)\n"
 	"  --dim NAME=VALUE       bind a named dim, e.g. --dim seq=128\n"
 	"  --optimizer NAME       sgd|momentum|adam|adamw|rmsprop|adagrad (adam)\n"
-	"  --precision NAME       fp32|tf32|amp-fp16|amp-bf16 (fp32); amp-* model\n"
-	"                         torch.autocast (see docs/estimator.md); tf32 =\n"
-	"                         fp32 with allow_tf32 matmuls (same memory)\n"
+	"  --precision NAME       fp32|tf32|amp-fp16|amp-bf16|bf16|fp16 (fp32); amp-*\n"
+	"                         model torch.autocast (see docs/estimator.md); tf32\n"
+	"                         = fp32 with allow_tf32 matmuls (same memory);\n"
+	"                         bf16|fp16: weights stored in half precision, no\n"
+	"                         autocast (hf: models only)\n"
+	"  --seq N                bind every sequence dim of MODEL to N, checked\n"
+	"                         against its position limit\n"
+	"  --trainable WHAT       all|none|lora (all): which parameters train;\n"
+	"                         lora adds adapters (hf: models only, see\n"
+	"                         docs/transformers.md)\n"
+	"  --lora-rank R          LoRA rank (8)\n"
+	"  --lora-alpha A         LoRA alpha (2R; scaling only, no memory effect)\n"
+	"  --lora-targets LIST    modules with adapters (q_proj,v_proj; gpt2: c_attn)\n"
+	"  --freeze PATTERNS      freeze parameters whose names contain one of the\n"
+	"                         comma-separated patterns (ONNX and hf: models)\n"
 	"  --loss NAME            cross-entropy|causal-lm|mse|none (cross-entropy;\n"
 	"                         causal-lm shifts [batch, seq, vocab] logits by one\n"
 	"                         as Hugging Face's *LMHeadModel does)\n"
@@ -71,9 +84,11 @@ static const char estimate_usage[] =
 
 struct est_args {
 	struct cli_dims dims;
+	struct colloc_model_opts model_opts;
 	struct colloc_estimate_opts opts;
 	struct colloc_perf_opts perf;
 	struct colloc_platform plat;
+	const char *precision_name; /* bf16 / fp16 (pure half weights) */
 	bool have_plat, json, explain, max_batch;
 };
 
@@ -171,9 +186,39 @@ int cli_perf_at(struct colloc_graph *g, int64_t batch,
 	return colloc_perf_predict(g, po, out, diag);
 }
 
+/* Graphs built from a configuration, and graphs whose parameters the
+ * options changed, say what was built; other outputs stay as they were. */
+static bool model_described(const struct colloc_model *m, const struct est_args *a)
+{
+	return m->source == COLLOC_MODEL_HF || m->frozen_params > 0 ||
+	       a->precision_name || a->model_opts.trainable != COLLOC_TRAIN_ALL ||
+	       a->dims.seq > 0;
+}
+
+static void model_json(cJSON *r, const struct colloc_model *m, const struct est_args *a)
+{
+	cJSON *o = cJSON_AddObjectToObject(r, "model_info"), *n;
+
+	if (!o)
+		return;
+	if (m->family)
+		cJSON_AddStringToObject(o, "family", m->family);
+	cJSON_AddItemToObject(o, "trainable_params", cli_json_u64(m->trainable_params));
+	cJSON_AddItemToObject(o, "frozen_params", cli_json_u64(m->frozen_params));
+	cJSON_AddStringToObject(o, "trainable",
+				colloc_trainable_name(a->model_opts.trainable));
+	if (m->max_seq > 0)
+		cJSON_AddItemToObject(o, "max_seq", cli_json_i64(m->max_seq));
+	if (a->dims.seq > 0)
+		cJSON_AddItemToObject(o, "seq", cli_json_i64(a->dims.seq));
+	n = cJSON_AddArrayToObject(o, "changes");
+	for (size_t k = 0; n && k < m->n_notes; k++)
+		cJSON_AddItemToArray(n, cJSON_CreateString(m->notes[k]));
+}
+
 static int print_json(const char *model, int64_t batch, const struct est_args *a,
-		      const struct colloc_estimate *e, const struct colloc_perf *p,
-		      const char *perr)
+		      const struct colloc_model *m, const struct colloc_estimate *e,
+		      const struct colloc_perf *p, const char *perr)
 {
 	cJSON *r = cJSON_CreateObject(), *b, *x;
 	char *text;
@@ -183,7 +228,10 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 	cJSON_AddStringToObject(r, "model", model);
 	cJSON_AddItemToObject(r, "batch", cli_json_i64(batch));
 	cJSON_AddStringToObject(r, "optimizer", colloc_optimizer_name(a->opts.optimizer));
-	cJSON_AddStringToObject(r, "precision", colloc_precision_name(a->opts.precision));
+	cJSON_AddStringToObject(r, "precision",
+				a->precision_name
+					? a->precision_name
+					: colloc_precision_name(a->opts.precision));
 	cJSON_AddStringToObject(r, "loss", colloc_loss_name(a->opts.loss));
 	cJSON_AddStringToObject(r, "platform", a->opts.platform->name);
 	cJSON_AddItemToObject(r, "peak_allocated_bytes",
@@ -238,6 +286,8 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 		}
 	}
 	cJSON_AddItemToObject(r, "allocator_events", cli_json_u64(e->events));
+	if (model_described(m, a))
+		model_json(r, m, a);
 	cli_perf_json(r, p, perr, a->explain);
 	text = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);
@@ -256,15 +306,24 @@ static void line(const char *label, uint64_t bytes)
 }
 
 static void print_human(const char *model, int64_t batch, const struct est_args *a,
-			const struct colloc_estimate *e, const struct colloc_perf *p,
-			const char *perr)
+			const struct colloc_model *m, const struct colloc_estimate *e,
+			const struct colloc_perf *p, const char *perr)
 {
 	char b1[32], b2[32], b3[32];
 
 	printf("model %s, batch %lld, %s, %s, loss %s, platform %s\n", model,
 	       (long long)batch, colloc_optimizer_name(a->opts.optimizer),
-	       colloc_precision_name(a->opts.precision), colloc_loss_name(a->opts.loss),
-	       a->opts.platform->name);
+	       a->precision_name ? a->precision_name
+				 : colloc_precision_name(a->opts.precision),
+	       colloc_loss_name(a->opts.loss), a->opts.platform->name);
+	if (model_described(m, a)) {
+		printf("parameters      %llu trainable, %llu frozen%s%s\n",
+		       (unsigned long long)m->trainable_params,
+		       (unsigned long long)m->frozen_params, m->family ? "; " : "",
+		       m->family ? m->family : "");
+		for (size_t k = 0; k < m->n_notes; k++)
+			printf("                %s\n", m->notes[k]);
+	}
 	printf("peak allocated  %s\n",
 	       colloc_format_bytes(e->peak_allocated_bytes, b1, sizeof(b1)));
 	printf("peak reserved   %s\n",
@@ -324,42 +383,38 @@ int cli_platform_load(const char *name, struct colloc_platform *p)
 	return CLI_OK;
 }
 
-int cli_model_load(const char *model, struct colloc_graph **g)
+int cli_model_open(const char *model, const struct colloc_model_opts *mo,
+		   struct colloc_model **m)
 {
 	struct colloc_diag diag = {{0}};
-	char path[4096];
+	int rc = colloc_model_open(model, mo, m, &diag);
 
-	if (colloc_zoo_resolve(model, path, sizeof(path), &diag) ||
-	    colloc_onnx_load_file(path, NULL, g, &diag)) {
+	if (rc) {
+		/* only the model options can be a usage error: a bad file (a
+		 * directory, ...) is the model's failure, as it always was */
+		bool opts = mo && (mo->trainable || (mo->freeze && mo->freeze[0]) ||
+				   mo->weight_dtype || mo->attention ||
+				   mo->gradient_checkpointing);
+
 		cli_error("%s", diag.msg);
-		return CLI_ERROR;
+		return rc == COLLOC_EUSAGE && opts ? CLI_USAGE : CLI_ERROR;
 	}
 	return CLI_OK;
 }
 
-int cli_estimate_at(struct colloc_graph *g, const struct cli_dims *d, int64_t batch,
+int cli_estimate_at(struct colloc_model *m, const struct cli_dims *d, int64_t batch,
 		    const struct colloc_estimate_opts *opts, struct colloc_estimate *e,
 		    struct colloc_diag *diag)
 {
-	struct colloc_bind_opts bind = {batch, d->dims, d->n_dims};
-	int rc = colloc_graph_infer(g, &bind, diag);
+	struct colloc_model_dims md = {batch, d->seq, d->dims, d->n_dims, true};
 
-	if (rc)
-		return rc;
-	return colloc_estimate_run(g, opts, e, diag);
+	return colloc_estimate_model(m, &md, opts, e, diag);
 }
 
 int cli_estimate_error(const char *model, int rc, const struct colloc_diag *diag)
 {
 	cli_error("%s: %s", model, diag->msg);
 	return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE : CLI_ERROR;
-}
-
-/* Infer g at batch and estimate; diag explains failures. */
-static int estimate_at(struct colloc_graph *g, struct est_args *a, int64_t batch,
-		       struct colloc_estimate *e, struct colloc_diag *diag)
-{
-	return cli_estimate_at(g, &a->dims, batch, &a->opts, e, diag);
 }
 
 static int list_platforms(void)
@@ -409,15 +464,24 @@ int cmd_estimate(int argc, char **argv)
 		{"host-op-us", required_argument, NULL, 'H'},
 		{"input-on-gpu", no_argument, NULL, 'G'},
 		{"list-platforms", no_argument, NULL, 'l'},
+		{"seq", required_argument, NULL, 's'},
+		{"trainable", required_argument, NULL, 'T'},
+		{"lora-rank", required_argument, NULL, 'r'},
+		{"lora-alpha", required_argument, NULL, 'a'},
+		{"lora-targets", required_argument, NULL, 't'},
+		{"freeze", required_argument, NULL, 'F'},
+		{"gradient-checkpointing", no_argument, NULL, 'K'},
+		{"attention", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct est_args a;
 	struct colloc_diag diag = {{0}};
-	struct colloc_graph *g = NULL;
+	struct colloc_model *m = NULL;
+	struct colloc_graph *g;
 	struct colloc_estimate e;
 	const char *platform = NULL, *calibrate = NULL, *out_path = NULL;
-	bool subtracted = false;
+	bool subtracted = false, have_loss = false;
 	uint64_t v;
 	int c, rc;
 
@@ -441,12 +505,71 @@ int cmd_estimate(int argc, char **argv)
 				return CLI_USAGE;
 			break;
 		case 'p':
+			/* bf16 / fp16: weights stored in half precision, no
+			 * autocast (torch_dtype=..., plain training) */
+			if (strcmp(optarg, "bf16") == 0 || strcmp(optarg, "fp16") == 0) {
+				a.model_opts.weight_dtype = optarg[0] == 'b'
+								    ? COLLOC_DT_BFLOAT16
+								    : COLLOC_DT_FLOAT16;
+				a.opts.precision = COLLOC_PREC_FP32;
+				a.precision_name = optarg;
+				break;
+			}
+			a.model_opts.weight_dtype = 0;
+			a.precision_name = NULL;
 			if (cli_parse_precision(optarg, &a.opts))
 				return CLI_USAGE;
+			break;
+		case 's':
+			if (cli_parse_seq(optarg, &a.dims))
+				return CLI_USAGE;
+			break;
+		case 'T':
+			if ((a.model_opts.trainable = colloc_trainable_parse(optarg)) <
+			    0) {
+				cli_error("--trainable wants all, none or lora, not '%s'",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'r':
+			if (colloc_parse_u64(optarg, 65536, &v) || v == 0) {
+				cli_error("--lora-rank wants 1..65536, not '%s'", optarg);
+				return CLI_USAGE;
+			}
+			a.model_opts.lora_rank = (int)v;
+			break;
+		case 'a':
+			if (cli_parse_nonneg(optarg, 1e6, &a.model_opts.lora_alpha)) {
+				cli_error(
+					"--lora-alpha wants a number from 0 to 1e6, not "
+					"'%s'",
+					optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 't':
+			a.model_opts.lora_targets = optarg;
+			break;
+		case 'F':
+			a.model_opts.freeze = optarg;
+			break;
+		case 'K':
+			a.model_opts.gradient_checkpointing = true;
+			break;
+		case 'A':
+			if ((a.model_opts.attention = colloc_attention_parse(optarg)) <
+			    0) {
+				cli_error("--attention wants eager, sdpa or flash, not "
+					  "'%s'",
+					  optarg);
+				return CLI_USAGE;
+			}
 			break;
 		case 'L':
 			if (cli_parse_loss(optarg, &a.opts))
 				return CLI_USAGE;
+			have_loss = true;
 			break;
 		case 'P':
 			platform = optarg;
@@ -559,14 +682,18 @@ int cmd_estimate(int argc, char **argv)
 			  "GPU size)");
 		return CLI_USAGE;
 	}
-	if ((rc = cli_model_load(argv[optind], &g)))
+	if ((rc = cli_model_open(argv[optind], &a.model_opts, &m)))
 		return rc;
+	g = m->graph;
+	/* a configuration's graph is a causal language model's */
+	if (m->source == COLLOC_MODEL_HF && !have_loss)
+		a.opts.loss = COLLOC_LOSS_CAUSAL_LM;
 	if (!a.max_batch && !a.dims.batch) {
 		/* a graph exported without a dynamic batch axis is estimated at
 		 * the batch it was exported at */
 		a.dims.batch = colloc_graph_fixed_batch(g);
 		if (!a.dims.batch) {
-			colloc_graph_destroy(g);
+			colloc_model_destroy(m);
 			cli_error("estimate: --batch N is required (or --max-batch)");
 			return CLI_USAGE;
 		}
@@ -578,37 +705,17 @@ int cmd_estimate(int argc, char **argv)
 			"a graph with a dynamic batch axis (dynamic_axes={\"input\": {0: "
 			"\"batch\"}})",
 			argv[optind], (long long)colloc_graph_fixed_batch(g));
-		colloc_graph_destroy(g);
+		colloc_model_destroy(m);
 		return CLI_USAGE;
 	}
 	if (a.max_batch) {
-		/* Peak memory grows with the batch: double, then bisect. */
-		int64_t lo = 0, hi = 1;
+		struct colloc_model_dims md = {0, a.dims.seq, a.dims.dims, a.dims.n_dims,
+					       true};
+		int64_t lo = 0;
 
-		while (hi <= ((int64_t)1 << 30)) {
-			rc = estimate_at(g, &a, hi, &e, &diag);
-			if (rc)
-				break;
-			if (!e.fits)
-				break;
-			lo = hi;
-			hi *= 2;
-		}
-		while (!rc && hi - lo > 1) {
-			int64_t mid = lo + (hi - lo) / 2;
-
-			rc = estimate_at(g, &a, mid, &e, &diag);
-			if (rc)
-				break;
-			if (e.fits)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		if (!rc && lo > 0)
-			rc = estimate_at(g, &a, lo, &e, &diag);
+		rc = colloc_estimate_max_batch(m, &md, &a.opts, &lo, &e, &diag);
 		if (rc) {
-			colloc_graph_destroy(g);
+			colloc_model_destroy(m);
 			return cli_estimate_error(argv[optind], rc, &diag);
 		}
 		if (a.json) {
@@ -642,12 +749,12 @@ int cmd_estimate(int argc, char **argv)
 			       (long long)lo,
 			       colloc_format_bytes(e.peak_device_bytes, b2, sizeof(b2)));
 		}
-		colloc_graph_destroy(g);
+		colloc_model_destroy(m);
 		return CLI_OK;
 	}
-	rc = estimate_at(g, &a, a.dims.batch, &e, &diag);
+	rc = cli_estimate_at(m, &a.dims, a.dims.batch, &a.opts, &e, &diag);
 	if (rc) {
-		colloc_graph_destroy(g);
+		colloc_model_destroy(m);
 		return cli_estimate_error(argv[optind], rc, &diag);
 	}
 	{
@@ -658,11 +765,11 @@ int cmd_estimate(int argc, char **argv)
 		if (cli_perf_at(g, a.dims.batch, &a.opts, &a.perf, &p, &pd))
 			perr = pd.msg;
 		if (a.json)
-			rc = print_json(argv[optind], a.dims.batch, &a, &e, &p, perr);
+			rc = print_json(argv[optind], a.dims.batch, &a, m, &e, &p, perr);
 		else
-			print_human(argv[optind], a.dims.batch, &a, &e, &p, perr),
+			print_human(argv[optind], a.dims.batch, &a, m, &e, &p, perr),
 				rc = CLI_OK;
 	}
-	colloc_graph_destroy(g);
+	colloc_model_destroy(m);
 	return rc;
 }

@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "colloc/cost.h"
-#include "colloc/onnx.h"
+#include "colloc/model.h"
 #include "colloc/units.h"
 #include "colloc/zoo.h"
 
@@ -222,12 +222,12 @@ int cmd_inspect(int argc, char **argv)
 	};
 	struct cli_dims dims = {0};
 	struct colloc_diag diag = {{0}};
-	struct colloc_graph *g = NULL;
+	struct colloc_model *m = NULL;
+	struct colloc_graph *g;
 	struct colloc_param_totals pt;
 	struct colloc_cost_totals ct;
-	struct colloc_bind_opts bind;
+	struct colloc_model_dims md;
 	bool json = false, list = false;
-	char path[4096];
 	int c, rc;
 
 	opterr = 0;
@@ -268,18 +268,14 @@ int cmd_inspect(int argc, char **argv)
 			  optind < argc ? argv[optind + 1] : "");
 		return CLI_USAGE;
 	}
-	if (colloc_zoo_resolve(argv[optind], path, sizeof(path), &diag)) {
-		cli_error("%s", diag.msg);
-		return CLI_ERROR;
-	}
-	rc = colloc_onnx_load_file(path, NULL, &g, &diag);
-	if (rc) {
-		cli_error("%s", diag.msg);
-		return CLI_ERROR;
-	}
-	bind.batch = dims.batch ? dims.batch : 1;
-	bind.dims = dims.dims;
-	bind.n_dims = dims.n_dims;
+	if ((rc = cli_model_open(argv[optind], NULL, &m)))
+		return rc;
+	g = m->graph;
+	md.batch = dims.batch ? dims.batch : 1;
+	md.seq = dims.seq;
+	md.dims = dims.dims;
+	md.n_dims = dims.n_dims;
+	md.use_defaults = true;
 	/* A model with a fixed batch is fine when --batch was not asked for. */
 	if (!dims.batch) {
 		bool symbolic = false;
@@ -291,12 +287,12 @@ int cmd_inspect(int argc, char **argv)
 				symbolic = true;
 		}
 		if (!symbolic)
-			bind.batch = 0;
+			md.batch = 0;
 	}
-	rc = colloc_graph_infer(g, &bind, &diag);
+	rc = colloc_model_infer(m, &md, &diag);
 	if (rc) {
 		cli_error("%s: %s", argv[optind], diag.msg);
-		colloc_graph_destroy(g);
+		colloc_model_destroy(m);
 		return rc == COLLOC_EUSAGE || rc == COLLOC_EUNBOUND ? CLI_USAGE
 								    : CLI_ERROR;
 	}
@@ -307,7 +303,7 @@ int cmd_inspect(int argc, char **argv)
 		fprintf(stderr, "colloc: warning: %s: parameter counts are wrong: %s\n",
 			argv[optind], diag.msg);
 	{
-		int64_t batch = bind.batch;
+		int64_t batch = md.batch;
 
 		if (batch <= 0 && g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0)
 			batch = g->tensors[g->inputs[0]].shape[0];
@@ -316,7 +312,7 @@ int cmd_inspect(int argc, char **argv)
 		else
 			print_table(argv[optind], g, batch, &pt, &ct), rc = CLI_OK;
 	}
-	colloc_graph_destroy(g);
+	colloc_model_destroy(m);
 	if (fflush(stdout) != 0) {
 		cli_error("cannot write output");
 		return CLI_ERROR;

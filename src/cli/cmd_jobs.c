@@ -27,6 +27,7 @@
 #include "cli/client.h"
 #include "cli/json_get.h"
 #include "colloc/estimate.h"
+#include "colloc/model.h"
 #include "colloc/perf.h"
 #include "colloc/platform.h"
 #include "colloc/units.h"
@@ -250,6 +251,7 @@ struct submit_args {
 	const char *platform;
 	struct cli_dims dims;
 	struct colloc_estimate_opts opts;
+	struct colloc_model_opts model_opts;
 	bool have_optimizer, have_precision, have_loss, have_safety;
 	uint64_t gpus, mem_bytes;
 	long long priority;
@@ -264,7 +266,7 @@ struct submit_args {
  * prediction (the caller destroys it). Returns CLI_OK, or an exit status
  * after printing why (*g is then NULL).
  */
-static int estimate_need(const struct submit_args *a, struct colloc_graph **g,
+static int estimate_need(const struct submit_args *a, struct colloc_model **g,
 			 uint64_t *bytes)
 {
 	struct colloc_diag diag = {{0}};
@@ -277,11 +279,13 @@ static int estimate_need(const struct submit_args *a, struct colloc_graph **g,
 	if ((rc = cli_platform_load(a->platform, &plat)))
 		return rc;
 	opts.platform = &plat;
-	if ((rc = cli_model_load(a->model, g)))
+	if ((rc = cli_model_open(a->model, &a->model_opts, g)))
 		return rc;
+	if (!*g)
+		return CLI_ERROR;
 	rc = cli_estimate_at(*g, &a->dims, a->dims.batch, &opts, &e, &diag);
 	if (rc) {
-		colloc_graph_destroy(*g);
+		colloc_model_destroy(*g);
 		*g = NULL;
 		return cli_estimate_error(a->model, rc, &diag);
 	}
@@ -691,7 +695,7 @@ int cmd_submit(int argc, char **argv)
 	struct cli_client c;
 	struct cli_response r;
 	struct util_graph ug = {0};
-	struct colloc_graph *g = NULL;
+	struct colloc_model *g = NULL;
 	char model[CLI_MODEL_TEXT_MAX];
 	char *body;
 	cJSON *job;
@@ -711,12 +715,12 @@ int cmd_submit(int argc, char **argv)
 			return rc;
 	}
 	if ((rc = cli_client_open(&c, a.socket))) {
-		colloc_graph_destroy(g);
+		colloc_model_destroy(g);
 		return rc;
 	}
-	if (a.model) {
-		rc = predict_util(&a, &c, g, &ug);
-		colloc_graph_destroy(g);
+	if (g) { /* a.model was given and estimated */
+		rc = predict_util(&a, &c, g->graph, &ug);
+		colloc_model_destroy(g);
 		if (rc) {
 			cli_client_fini(&c);
 			return rc;

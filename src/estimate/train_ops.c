@@ -59,6 +59,27 @@ int colloc__param_source(const struct colloc_graph *g, int t)
 	return -1;
 }
 
+/* Is t a frozen parameter (colloc/graph.h: tensor.frozen), directly or
+ * through the Transpose / Cast / Identity an exporter puts before a
+ * weight's reader? */
+static bool frozen_source(const struct colloc_graph *g, int t)
+{
+	for (int depth = 0; depth < 4 && t >= 0; depth++) {
+		const struct colloc_tensor *x = &g->tensors[t];
+		const struct colloc_node *p;
+
+		if (x->frozen)
+			return true;
+		if (x->producer < 0)
+			return false;
+		p = &g->nodes[x->producer];
+		if (!(op_is(p, "Transpose") || op_is(p, "Cast") || op_is(p, "Identity")))
+			return false;
+		t = in_of(p, 0);
+	}
+	return false;
+}
+
 /* A tensor holding a known constant (Constant nodes, folded shape math,
  * non-trainable initializers): PyTorch sees a Python scalar or a buffer. */
 static bool is_const(const struct colloc_graph *g, int t)
@@ -357,7 +378,8 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
 		break;
 	case COLLOC__TR_GEMM:
 		tp->kind = OPK_LINEAR;
-		tp->save = SAVE_IN0;
+		/* a frozen weight needs no gradient, so mm keeps no input */
+		tp->save = frozen_source(g, b) ? 0 : SAVE_IN0;
 		tp->matmul = true;
 		break;
 	case COLLOC__TR_MATMUL: {
@@ -365,12 +387,26 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
 		     pb = colloc__param_source(g, b) >= 0;
 
 		tp->matmul = true;
-		if (pa || pb) {
+		if (frozen_source(g, a) || frozen_source(g, b)) {
+			/* mm(x, W^T) with W frozen (requires_grad=False):
+			 * x's gradient reads W (a parameter, held anyway) and
+			 * nothing asks for W's, so x is not saved
+			 * (derivatives.yaml: mm saves self only for mat2's
+			 * gradient). */
+			tp->kind = OPK_LINEAR;
+			tp->save = 0;
+		} else if (pa || pb) {
 			tp->kind = OPK_LINEAR;
 			tp->save = pb ? SAVE_IN0 : SAVE_IN1;
 		} else {
 			tp->kind = OPK_MATMUL;
 			tp->save = SAVE_IN0 | SAVE_IN1;
+			/* bmm saves each operand only for the OTHER one's
+			 * gradient (derivatives.yaml): under LoRA, keys that
+			 * need no gradient keep the queries unsaved */
+			if (!req_of(req, a) || !req_of(req, b))
+				tp->save = (req_of(req, b) ? SAVE_IN0 : 0) |
+					   (req_of(req, a) ? SAVE_IN1 : 0);
 		}
 		break;
 	}

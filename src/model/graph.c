@@ -178,6 +178,11 @@ void colloc_graph_param_totals(const struct colloc_graph *g,
 			out->trainable_tensors++;
 			break;
 		case COLLOC_PARAM_BUFFER:
+			if (t->frozen) {
+				out->frozen += n;
+				out->frozen_bytes += b;
+				break;
+			}
 			out->buffers += n;
 			out->buffer_bytes += b;
 			break;

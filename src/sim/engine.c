@@ -35,11 +35,9 @@
 #include "colloc/cost.h"
 #include "colloc/estimate.h"
 #include "colloc/interference.h"
-#include "colloc/onnx.h"
+#include "colloc/model.h"
 #include "colloc/perf.h"
-#include "colloc/shape.h"
 #include "colloc/units.h"
-#include "colloc/zoo.h"
 
 #define MAX_PER_GPU 32
 #define GiB ((uint64_t)1 << 30)
@@ -900,15 +898,14 @@ static int profile_kind(const struct colloc_platform *plat, int kind, int64_t ba
 			struct colloc_sim_kind *out, struct colloc_diag *diag)
 {
 	const struct kind *k = &kinds[kind];
-	struct colloc_graph *g = NULL;
+	struct colloc_model *m = NULL;
 	struct colloc_estimate_opts eo;
 	struct colloc_estimate e;
 	struct colloc_perf_opts po;
 	struct colloc_perf pf;
-	struct colloc_binding seq = {"seq", k->seq};
-	struct colloc_binding dims[2] = {{"seq", k->seq}, {"dec_seq", k->seq}};
-	struct colloc_bind_opts bo = {batch, NULL, 0};
-	char path[4096];
+	/* A transformer's sequence bound applies to every sequence dim its
+	 * graph has (T5: encoder and decoder alike). */
+	struct colloc_model_dims md = {batch, k->seq, NULL, 0, false};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -923,19 +920,12 @@ static int profile_kind(const struct colloc_platform *plat, int kind, int64_t ba
 			out->activity * COLLOC_SIM_INTERFERENCE_SCALE;
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/zoo/%s.onnx", colloc_data_dir(), k->zoo);
-	if ((rc = colloc_onnx_load_file(path, NULL, &g, diag)))
+	if ((rc = colloc_model_open(k->zoo, NULL, &m, diag)))
 		return rc;
-	if (k->seq) {
-		bo.dims = strcmp(k->zoo, "t5_small") == 0 ? dims : &seq;
-		bo.n_dims = strcmp(k->zoo, "t5_small") == 0 ? 2 : 1;
-	}
 	colloc_estimate_opts_init(&eo);
 	eo.loss = k->loss;
 	eo.platform = plat;
-	rc = colloc_graph_infer(g, &bo, diag);
-	if (!rc)
-		rc = colloc_estimate_run(g, &eo, &e, diag);
+	rc = colloc_estimate_model(m, &md, &eo, &e, diag);
 	if (!rc) {
 		colloc_perf_opts_init(&po);
 		po.precision = eo.precision;
@@ -945,10 +935,10 @@ static int profile_kind(const struct colloc_platform *plat, int kind, int64_t ba
 		po.platform = plat;
 		/* The predictor reads the per-op costs (perf.h says it does
 		 * not need them; today it refuses a graph without). */
-		colloc_graph_cost(g, NULL);
-		rc = colloc_perf_predict(g, &po, &pf, diag);
+		colloc_graph_cost(m->graph, NULL);
+		rc = colloc_perf_predict(m->graph, &po, &pf, diag);
 	}
-	colloc_graph_destroy(g);
+	colloc_model_destroy(m);
 	if (rc)
 		return colloc_diag_prefix(diag, rc, "estimating %s at batch %lld on %s",
 					  k->zoo, (long long)batch, plat->name);

@@ -1,0 +1,1274 @@
+/*
+ * hf.c — a training graph built from a Hugging Face config.json, without
+ * exporting anything.
+ *
+ * The configuration names an architecture (model_type) and its sizes. For
+ * the families colloc knows, this file writes the forward graph that
+ * torch.onnx.export would write for the model's eager PyTorch code
+ * (transformers' modeling_gpt2.py, modeling_llama.py; peft's LoRA layers),
+ * op by op, as an in-memory ONNX model, and loads it with the ONNX loader.
+ * The graph is therefore the same IR an export gives: the op table's
+ * training rules (what autograd saves), shape inference, the allocator
+ * model and the step-time predictor apply to it unchanged, and parameter
+ * names are the state_dict keys (so --freeze patterns read as they do for
+ * an exported graph). Weights are declared, never stored.
+ *
+ * What the graph mirrors, per family:
+ *  - gpt2: GPT2LMHeadModel in eager attention: learned positions, pre-LN
+ *    blocks, fused c_attn (Conv1D, weight [in, out]), gelu_new written out
+ *    term by term, dropout after the embeddings, on the attention
+ *    probabilities and after each residual branch, LM head tied to wte.
+ *  - llama (also mistral, qwen2): LlamaForCausalLM in eager attention:
+ *    RMSNorm computed in float32, rotary embeddings computed once per
+ *    forward and shared by the layers, grouped-query attention
+ *    (repeat_kv's expand + reshape copy), an additive float causal mask,
+ *    softmax in float32, SwiGLU MLP, tied or untied LM head, logits cast
+ *    to float32 for the loss. qwen2 adds biases to q, k, v.
+ *
+ * Not modelled here (colloc_model_open() refuses them rather than guess):
+ * sdpa / flash attention kernels and gradient checkpointing (they need op
+ * rules the op table does not have yet), sliding-window masks (memory as
+ * full causal attention), encoder-decoder families.
+ */
+#include "model/model_int.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "colloc/onnx.h"
+#include "onnx.pb-c.h"
+
+/* A config.json is a few kilobytes; a tokenizer or weights file is not. */
+#define HF_CONFIG_MAX_BYTES (1u << 20)
+/* Bounds on the sizes a configuration may declare: far above any model
+ * trained today, low enough that no shape product overflows. */
+#define HF_MAX_LAYERS 1024
+#define HF_MAX_HIDDEN (1 << 17)
+#define HF_MAX_VOCAB (1 << 24)
+#define HF_MAX_POSITIONS (1 << 24)
+#define HF_MAX_HEADS 4096
+#define HF_MAX_LORA_RANK 65536
+
+/* --- the configuration ---------------------------------------------------- */
+
+enum family { FAM_GPT2 = 0, FAM_LLAMA };
+
+struct hf_cfg {
+	int family;
+	const char *model_type;
+	int64_t vocab, hidden, layers, heads, kv_heads, inter, positions;
+	double eps, resid_pdrop, embd_pdrop, attn_pdrop;
+	bool tied, qkv_bias;
+	double rope_theta;
+};
+
+/* An integer field: absent -> def (or an error when def < 0). */
+static int cfg_int(const cJSON *root, const char *key, int64_t def, int64_t lo,
+		   int64_t hi, int64_t *out, const char *file, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (!v || cJSON_IsNull(v)) {
+		if (def < 0)
+			return colloc_diag_set(diag, COLLOC_EFORMAT,
+					       "%s: \"%s\" is missing", file, key);
+		*out = def;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+	    v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "%s: \"%s\" must be an integer from %lld to %lld",
+				       file, key, (long long)lo, (long long)hi);
+	*out = (int64_t)v->valuedouble;
+	return 0;
+}
+
+static int cfg_num(const cJSON *root, const char *key, double def, double lo, double hi,
+		   double *out, const char *file, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (!v || cJSON_IsNull(v)) {
+		*out = def;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "%s: \"%s\" must be a number from %g to %g", file,
+				       key, lo, hi);
+	*out = v->valuedouble;
+	return 0;
+}
+
+static int cfg_bool(const cJSON *root, const char *key, bool def, bool *out,
+		    const char *file, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (!v || cJSON_IsNull(v)) {
+		*out = def;
+		return 0;
+	}
+	if (!cJSON_IsBool(v))
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "%s: \"%s\" must be true or false", file, key);
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+/* "architectures": ["LlamaForCausalLM"] as "LlamaForCausalLM", for errors. */
+static void architectures(const cJSON *root, char *buf, size_t len)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *it;
+	size_t pos = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(it, a)
+	{
+		int w;
+
+		if (!cJSON_IsString(it))
+			continue;
+		w = snprintf(buf + pos, len - pos, "%s%.64s", pos ? ", " : "",
+			     it->valuestring);
+		if (w < 0 || (size_t)w >= len - pos)
+			break;
+		pos += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "none given");
+}
+
+static int parse_gpt2(const cJSON *r, struct hf_cfg *c, const char *f,
+		      struct colloc_diag *d)
+{
+	int rc;
+
+	c->family = FAM_GPT2;
+	if ((rc = cfg_int(r, "vocab_size", 50257, 1, HF_MAX_VOCAB, &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "n_embd", 768, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "n_layer", 12, 1, HF_MAX_LAYERS, &c->layers, f, d)) ||
+	    (rc = cfg_int(r, "n_head", 12, 1, HF_MAX_HEADS, &c->heads, f, d)) ||
+	    (rc = cfg_int(r, "n_positions", 1024, 1, HF_MAX_POSITIONS, &c->positions, f,
+			  d)) ||
+	    (rc = cfg_int(r, "n_inner", 4 * c->hidden, 1, 8 * (int64_t)HF_MAX_HIDDEN,
+			  &c->inter, f, d)) ||
+	    (rc = cfg_num(r, "layer_norm_epsilon", 1e-5, 0, 1, &c->eps, f, d)) ||
+	    (rc = cfg_num(r, "resid_pdrop", 0.1, 0, 1, &c->resid_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "embd_pdrop", 0.1, 0, 1, &c->embd_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "attn_pdrop", 0.1, 0, 1, &c->attn_pdrop, f, d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", true, &c->tied, f, d)))
+		return rc;
+	c->kv_heads = c->heads;
+	if (!c->tied)
+		return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+				       "%s: gpt2 with an untied LM head is not built", f);
+	return 0;
+}
+
+static int parse_llama(const cJSON *r, struct hf_cfg *c, const char *f,
+		       struct colloc_diag *d)
+{
+	int rc;
+
+	c->family = FAM_LLAMA;
+	c->qkv_bias = strcmp(c->model_type, "qwen2") == 0;
+	if ((rc = cfg_int(r, "vocab_size", -1, 1, HF_MAX_VOCAB, &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "hidden_size", -1, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "num_hidden_layers", -1, 1, HF_MAX_LAYERS, &c->layers, f,
+			  d)) ||
+	    (rc = cfg_int(r, "num_attention_heads", -1, 1, HF_MAX_HEADS, &c->heads, f,
+			  d)) ||
+	    (rc = cfg_int(r, "num_key_value_heads", c->heads, 1, HF_MAX_HEADS,
+			  &c->kv_heads, f, d)) ||
+	    (rc = cfg_int(r, "intermediate_size", -1, 1, 8 * (int64_t)HF_MAX_HIDDEN,
+			  &c->inter, f, d)) ||
+	    (rc = cfg_int(r, "max_position_embeddings", 2048, 1, HF_MAX_POSITIONS,
+			  &c->positions, f, d)) ||
+	    (rc = cfg_num(r, "rms_norm_eps", 1e-6, 0, 1, &c->eps, f, d)) ||
+	    (rc = cfg_num(r, "attention_dropout", 0, 0, 1, &c->attn_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "rope_theta", 10000, 1, 1e12, &c->rope_theta, f, d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", false, &c->tied, f, d)))
+		return rc;
+	if (c->heads % c->kv_heads)
+		return colloc_diag_set(
+			d, COLLOC_EFORMAT,
+			"%s: num_attention_heads %lld is not a multiple of "
+			"num_key_value_heads %lld",
+			f, (long long)c->heads, (long long)c->kv_heads);
+	return 0;
+}
+
+static const struct {
+	const char *model_type;
+	int (*parse)(const cJSON *, struct hf_cfg *, const char *, struct colloc_diag *);
+} families[] = {
+	{"gpt2", parse_gpt2},
+	{"llama", parse_llama},
+	{"mistral", parse_llama},
+	{"qwen2", parse_llama},
+};
+
+static int parse_config(const char *text, size_t len, const char *file, struct hf_cfg *c,
+			struct colloc_diag *diag)
+{
+	const cJSON *mt;
+	cJSON *root = cJSON_ParseWithLength(text, len);
+	char arch[256], known[128];
+	size_t pos = 0;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (!root || !cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "%s: not a JSON object (a Hugging Face "
+				       "config.json)",
+				       file);
+	}
+	mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+	architectures(root, arch, sizeof(arch));
+	if (!cJSON_IsString(mt) || strlen(mt->valuestring) > 64) {
+		rc = colloc_diag_set(diag, COLLOC_EFORMAT,
+				     "%s: \"model_type\" is missing (architectures: %s)",
+				     file, arch);
+		goto out;
+	}
+	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+		if (strcmp(mt->valuestring, families[k].model_type) != 0)
+			continue;
+		c->model_type = families[k].model_type;
+		rc = families[k].parse(root, c, file, diag);
+		if (!rc && c->hidden % c->heads)
+			rc = colloc_diag_set(diag, COLLOC_EFORMAT,
+					     "%s: hidden size %lld is not a multiple of "
+					     "%lld heads",
+					     file, (long long)c->hidden,
+					     (long long)c->heads);
+		goto out;
+	}
+	known[0] = '\0';
+	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+		int w = snprintf(known + pos, sizeof(known) - pos, "%s%s", k ? ", " : "",
+				 families[k].model_type);
+
+		if (w > 0 && (size_t)w < sizeof(known) - pos)
+			pos += (size_t)w;
+	}
+	rc = colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+			     "%s: model_type '%s' (architectures: %s) is not one colloc "
+			     "builds; known: %s",
+			     file, mt->valuestring, arch, known);
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* --- the ONNX emitter ------------------------------------------------------ */
+
+/* protobuf-c's structs take char * for strings it never writes through
+ * when packing; the emitter's strings are const. */
+static char *unconst(const char *s)
+{
+	char *p;
+
+	memcpy(&p, &s, sizeof(p));
+	return p;
+}
+
+struct em {
+	struct colloc__arena a;
+	Onnx__NodeProto **nodes;
+	size_t n_nodes, cap_nodes;
+	Onnx__TensorProto **inits;
+	size_t n_inits, cap_inits;
+	int n_tmp; /* fresh constant names */
+	int failed; /* out of memory: every later call is a no-op */
+	int wdt; /* ONNX dtype of weights and activations */
+};
+
+static void *em_alloc(struct em *e, size_t n)
+{
+	void *p = e->failed ? NULL : colloc__arena_alloc(&e->a, n ? n : 1);
+
+	if (!p)
+		e->failed = 1;
+	return p;
+}
+
+static const char *em_str(struct em *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *em_str(struct em *e, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s = e->failed ? NULL : colloc__arena_strdup(&e->a, buf);
+	if (!s)
+		e->failed = 1;
+	return s ? s : "";
+}
+
+/* Append p to a pointer vector of the heap (freed by em_fini). */
+static void em_push(struct em *e, void ***v, size_t *n, size_t *cap, void *p)
+{
+	if (e->failed || !p)
+		return;
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 256;
+		void **nv = realloc(*v, nc * sizeof(**v));
+
+		if (!nv) {
+			e->failed = 1;
+			return;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = p;
+}
+
+enum { A_INT = 1, A_FLOAT, A_INTS };
+struct attr {
+	const char *name;
+	int type;
+	int64_t i;
+	float f;
+	const int64_t *ints;
+	size_t n;
+};
+
+/* A node of type op named name reading in[0..n_in) and writing n_out
+ * outputs called name, name_1, ...; returns the first output's name. */
+static const char *em_node(struct em *e, const char *op, const char *name,
+			   const char *const *in, size_t n_in, int n_out,
+			   const struct attr *at, size_t n_at)
+{
+	static const Onnx__NodeProto ninit = ONNX__NODE_PROTO__INIT;
+	static const Onnx__AttributeProto ainit = ONNX__ATTRIBUTE_PROTO__INIT;
+	Onnx__NodeProto *n = em_alloc(e, sizeof(*n));
+
+	if (!n)
+		return "";
+	*n = ninit;
+	n->op_type = unconst(op);
+	n->name = unconst(name);
+	n->input = em_alloc(e, n_in * sizeof(char *));
+	n->output = em_alloc(e, (size_t)n_out * sizeof(char *));
+	n->attribute = em_alloc(e, n_at * sizeof(Onnx__AttributeProto *));
+	if (e->failed)
+		return "";
+	for (size_t k = 0; k < n_in; k++)
+		n->input[k] = unconst(in[k]);
+	n->n_input = n_in;
+	for (int k = 0; k < n_out; k++)
+		n->output[k] = unconst(k ? em_str(e, "%s_%d", name, k) : name);
+	n->n_output = (size_t)n_out;
+	for (size_t k = 0; k < n_at; k++) {
+		Onnx__AttributeProto *a = em_alloc(e, sizeof(*a));
+
+		if (!a)
+			return "";
+		*a = ainit;
+		a->name = unconst(at[k].name);
+		a->has_type = 1;
+		if (at[k].type == A_INT) {
+			a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+			a->has_i = 1;
+			a->i = at[k].i;
+		} else if (at[k].type == A_FLOAT) {
+			a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+			a->has_f = 1;
+			a->f = at[k].f;
+		} else {
+			a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+			/* copied: callers pass compound literals */
+			a->ints = em_alloc(e, at[k].n * sizeof(int64_t));
+			if (!a->ints)
+				return "";
+			memcpy(a->ints, at[k].ints, at[k].n * sizeof(int64_t));
+			a->n_ints = at[k].n;
+		}
+		n->attribute[k] = a;
+	}
+	n->n_attribute = n_at;
+	em_push(e, (void ***)&e->nodes, &e->n_nodes, &e->cap_nodes, n);
+	return name;
+}
+
+#define IN(...)                             \
+	(const char *const[]){__VA_ARGS__}, \
+		sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+#define NOAT NULL, 0
+#define AT(...)                             \
+	(const struct attr[]){__VA_ARGS__}, \
+		sizeof((const struct attr[]){__VA_ARGS__}) / sizeof(struct attr)
+
+static Onnx__TensorProto *em_tensor(struct em *e, const char *name, int dtype,
+				    const int64_t *dims, size_t rank)
+{
+	static const Onnx__TensorProto tinit = ONNX__TENSOR_PROTO__INIT;
+	Onnx__TensorProto *t = em_alloc(e, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	*t = tinit;
+	t->name = unconst(name);
+	t->has_data_type = 1;
+	t->data_type = dtype;
+	t->dims = em_alloc(e, rank * sizeof(int64_t));
+	if (!t->dims)
+		return NULL;
+	if (rank)
+		memcpy(t->dims, dims, rank * sizeof(int64_t));
+	t->n_dims = rank;
+	em_push(e, (void ***)&e->inits, &e->n_inits, &e->cap_inits, t);
+	return t;
+}
+
+/* A parameter (or buffer): dims only, its data "external" and absent, as
+ * in a graph-only export. */
+static const char *em_weight(struct em *e, const char *name, int dtype, int64_t d0,
+			     int64_t d1)
+{
+	static const Onnx__StringStringEntryProto kinit =
+		ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+	int64_t dims[2] = {d0, d1};
+	Onnx__TensorProto *t = em_tensor(e, name, dtype, dims, d1 > 0 ? 2 : 1);
+	Onnx__StringStringEntryProto *kv = em_alloc(e, sizeof(*kv));
+
+	if (!t || !kv || !(t->external_data = em_alloc(e, sizeof(Onnx__StringStringEntryProto *))))
+		return name;
+	*kv = kinit;
+	kv->key = unconst("location");
+	kv->value = unconst("weights.bin");
+	t->external_data[0] = kv;
+	t->n_external_data = 1;
+	t->has_data_location = 1;
+	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	return name;
+}
+
+/* An int64 constant (shape arithmetic): named as an exporter names its
+ * constants, so the loader classes it neither parameter nor buffer. */
+static const char *em_ints(struct em *e, const int64_t *v, size_t n, bool scalar)
+{
+	const char *name = em_str(e, "/const/i%d", e->n_tmp++);
+	int64_t dims[1] = {(int64_t)n};
+	Onnx__TensorProto *t = em_tensor(e, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+					 dims, scalar ? 0 : 1);
+
+	if (!t || !(t->int64_data = em_alloc(e, n * sizeof(int64_t))))
+		return name;
+	memcpy(t->int64_data, v, n * sizeof(int64_t));
+	t->n_int64_data = n;
+	return name;
+}
+
+#define INTS(...)                                  \
+	em_ints(e, (const int64_t[]){__VA_ARGS__}, \
+		sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t), false)
+#define INT0(v) em_ints(e, (const int64_t[]){v}, 1, true)
+
+/* A floating scalar constant of dtype (float32, float16 or bfloat16). */
+static const char *em_scalar(struct em *e, double v, int dtype)
+{
+	const char *name = em_str(e, "/const/f%d", e->n_tmp++);
+	Onnx__TensorProto *t = em_tensor(e, name, dtype, NULL, 0);
+	float f = (float)v;
+	uint32_t bits;
+
+	if (!t)
+		return name;
+	if (dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+		if (!(t->float_data = em_alloc(e, sizeof(float))))
+			return name;
+		t->float_data[0] = f;
+		t->n_float_data = 1;
+		return name;
+	}
+	/* float16 / bfloat16 travel in int32_data, one value per element */
+	memcpy(&bits, &f, sizeof(bits));
+	if (!(t->int32_data = em_alloc(e, sizeof(int32_t))))
+		return name;
+	if (dtype == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16) {
+		t->int32_data[0] = (int32_t)(bits >> 16);
+	} else {
+		/* float16: the scalars used here are normal numbers or the
+		 * most negative finite value */
+		uint32_t sign = (bits >> 16) & 0x8000u;
+		int32_t ex = (int32_t)((bits >> 23) & 0xff) - 127 + 15;
+		uint32_t man = (bits >> 13) & 0x3ffu;
+
+		if (ex >= 31)
+			ex = 30, man = 0x3ffu;
+		if (ex <= 0)
+			ex = 0, man = 0;
+		t->int32_data[0] = (int32_t)(sign | ((uint32_t)ex << 10) | man);
+	}
+	t->n_int32_data = 1;
+	return name;
+}
+
+/* --- building blocks --------------------------------------------------------- */
+
+struct build {
+	struct em e;
+	const struct hf_cfg *c;
+	const struct colloc_model_opts *o;
+	struct colloc_model *m;
+	int wdt; /* weight / activation dtype */
+	int lora_rank;
+	double lora_scale;
+	const char *targets;
+	int lora_count;
+	const char *causal; /* [t, t] mask (bool for gpt2, float for llama) */
+	const char *cos, *sin; /* llama: [b, 1, t, head_dim] */
+	const char *dropout_train; /* bool true: Dropout's training_mode */
+};
+
+static const int64_t PERM_BHTD[4] = {0, 2, 1, 3};
+static const int64_t PERM_LAST2[4] = {0, 1, 3, 2};
+static const int64_t PERM_T[2] = {1, 0};
+
+static const char *dropout(struct build *b, const char *x, double p, const char *name)
+{
+	struct em *e = &b->e;
+
+	/* F.dropout with p = 0 returns its input: no kernel, no mask */
+	if (p <= 0)
+		return x;
+	return em_node(e, "Dropout", name,
+		       IN(x, em_scalar(e, p, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT),
+			  b->dropout_train),
+		       2, NOAT);
+}
+
+/* Does the comma-separated target list name module (its last component)? */
+static bool lora_target(const struct build *b, const char *module)
+{
+	const char *p = b->targets;
+	size_t n = strlen(module);
+
+	while (p && *p) {
+		const char *c = strchr(p, ',');
+		size_t k = c ? (size_t)(c - p) : strlen(p);
+
+		if (k == n && strncmp(p, module, n) == 0)
+			return true;
+		p = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * y = x W^T (+ bias) for nn.Linear weights [out, in] (conv1d: GPT-2's
+ * Conv1D, weight [in, out], no transpose), with a LoRA adapter when the
+ * module is a target: y + B(A(x)) * alpha / r (peft's lora.Linear with
+ * lora_dropout 0, an identity). Adapters stay float32 when the base is in
+ * half precision (peft's autocast_adapter_dtype), so x is cast up for
+ * them and the sum cast back.
+ */
+static const char *linear(struct build *b, const char *x, const char *prefix,
+			  const char *module, int64_t in, int64_t out, bool bias,
+			  bool conv1d)
+{
+	struct em *e = &b->e;
+	const char *w, *y;
+
+	if (conv1d) {
+		w = em_weight(e, em_str(e, "%s.%s.weight", prefix, module), b->wdt, in,
+			      out);
+		y = em_node(e, "MatMul", em_str(e, "/%s.%s/MatMul", prefix, module),
+			    IN(x, w), 1, NOAT);
+	} else {
+		w = em_weight(e, em_str(e, "%s.%s.weight", prefix, module), b->wdt, out,
+			      in);
+		w = em_node(e, "Transpose", em_str(e, "/%s.%s/Transpose", prefix, module),
+			    IN(w), 1, AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+		y = em_node(e, "MatMul", em_str(e, "/%s.%s/MatMul", prefix, module),
+			    IN(x, w), 1, NOAT);
+	}
+	if (bias)
+		y = em_node(e, "Add", em_str(e, "/%s.%s/Add", prefix, module),
+			    IN(y, em_weight(e, em_str(e, "%s.%s.bias", prefix, module),
+					    b->wdt, out, 0)),
+			    1, NOAT);
+	if (b->o->trainable == COLLOC_TRAIN_LORA && lora_target(b, module)) {
+		int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+		const char *xa = x, *a, *bb, *s, *base = y;
+
+		if (b->wdt != fdt) {
+			xa = em_node(e, "Cast",
+				     em_str(e, "/%s.%s/lora/Cast", prefix, module), IN(x),
+				     1, AT({"to", A_INT, fdt, 0, NULL, 0}));
+			base = em_node(e, "Cast",
+				       em_str(e, "/%s.%s/lora/Cast_1", prefix, module),
+				       IN(y), 1, AT({"to", A_INT, fdt, 0, NULL, 0}));
+		}
+		a = em_weight(e, em_str(e, "%s.%s.lora_A.weight", prefix, module), fdt,
+			      b->lora_rank, in);
+		a = em_node(e, "Transpose",
+			    em_str(e, "/%s.%s/lora_A/Transpose", prefix, module), IN(a),
+			    1, AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+		a = em_node(e, "MatMul",
+			    em_str(e, "/%s.%s/lora_A/MatMul", prefix, module), IN(xa, a),
+			    1, NOAT);
+		bb = em_weight(e, em_str(e, "%s.%s.lora_B.weight", prefix, module), fdt,
+			       out, b->lora_rank);
+		bb = em_node(e, "Transpose",
+			     em_str(e, "/%s.%s/lora_B/Transpose", prefix, module), IN(bb),
+			     1, AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+		bb = em_node(e, "MatMul",
+			     em_str(e, "/%s.%s/lora_B/MatMul", prefix, module), IN(a, bb),
+			     1, NOAT);
+		s = em_node(e, "Mul", em_str(e, "/%s.%s/lora/Mul", prefix, module),
+			    IN(bb, em_scalar(e, b->lora_scale, fdt)), 1, NOAT);
+		y = em_node(e, "Add", em_str(e, "/%s.%s/lora/Add", prefix, module),
+			    IN(base, s), 1, NOAT);
+		if (b->wdt != fdt)
+			y = em_node(e, "Cast",
+				    em_str(e, "/%s.%s/lora/Cast_2", prefix, module),
+				    IN(y), 1, AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+		b->lora_count++;
+	}
+	return y;
+}
+
+static const char *layernorm(struct build *b, const char *x, const char *prefix)
+{
+	struct em *e = &b->e;
+	int64_t d = b->c->hidden;
+
+	return em_node(e, "LayerNormalization",
+		       em_str(e, "/%s/LayerNormalization", prefix),
+		       IN(x, em_weight(e, em_str(e, "%s.weight", prefix), b->wdt, d, 0),
+			  em_weight(e, em_str(e, "%s.bias", prefix), b->wdt, d, 0)),
+		       1,
+		       AT({"axis", A_INT, -1, 0, NULL, 0},
+			  {"epsilon", A_FLOAT, 0, (float)b->c->eps, NULL, 0}));
+}
+
+/* LlamaRMSNorm: float32 x * rsqrt(mean(x^2) + eps), cast back, * weight.
+ * torch.onnx writes rsqrt as 1 / sqrt. */
+static const char *rmsnorm(struct build *b, const char *x, const char *prefix)
+{
+	struct em *e = &b->e;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	const char *xf = x, *v, *r, *n;
+
+	if (b->wdt != fdt)
+		xf = em_node(e, "Cast", em_str(e, "/%s/Cast", prefix), IN(x), 1,
+			     AT({"to", A_INT, fdt, 0, NULL, 0}));
+	v = em_node(e, "Pow", em_str(e, "/%s/Pow", prefix),
+		    IN(xf, em_scalar(e, 2.0, fdt)), 1, NOAT);
+	v = em_node(e, "ReduceMean", em_str(e, "/%s/ReduceMean", prefix), IN(v), 1,
+		    AT({"axes", A_INTS, 0, 0, (const int64_t[]){-1}, 1},
+		       {"keepdims", A_INT, 1, 0, NULL, 0}));
+	v = em_node(e, "Add", em_str(e, "/%s/Add", prefix),
+		    IN(v, em_scalar(e, b->c->eps, fdt)), 1, NOAT);
+	r = em_node(e, "Sqrt", em_str(e, "/%s/Sqrt", prefix), IN(v), 1, NOAT);
+	r = em_node(e, "Div", em_str(e, "/%s/Div", prefix), IN(em_scalar(e, 1.0, fdt), r),
+		    1, NOAT);
+	n = em_node(e, "Mul", em_str(e, "/%s/Mul", prefix), IN(xf, r), 1, NOAT);
+	if (b->wdt != fdt)
+		n = em_node(e, "Cast", em_str(e, "/%s/Cast_1", prefix), IN(n), 1,
+			    AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+	return em_node(
+		e, "Mul", em_str(e, "/%s/Mul_1", prefix),
+		IN(em_weight(e, em_str(e, "%s.weight", prefix), b->wdt, b->c->hidden, 0),
+		   n),
+		1, NOAT);
+}
+
+/* [b, t, heads * hd] -> [b, heads, t, hd] */
+static const char *split_heads(struct build *b, const char *x, int64_t heads,
+			       const char *name)
+{
+	struct em *e = &b->e;
+	int64_t hd = b->c->hidden / b->c->heads;
+
+	x = em_node(e, "Reshape", em_str(e, "%s/Reshape", name),
+		    IN(x, INTS(0, 0, heads, hd)), 1, NOAT);
+	return em_node(e, "Transpose", em_str(e, "%s/Transpose", name), IN(x), 1,
+		       AT({"perm", A_INTS, 0, 0, PERM_BHTD, 4}));
+}
+
+/* [b, heads, t, hd] -> [b, t, heads * hd] (transpose(1, 2).reshape) */
+static const char *merge_heads(struct build *b, const char *x, const char *name)
+{
+	struct em *e = &b->e;
+
+	x = em_node(e, "Transpose", em_str(e, "%s/Transpose_o", name), IN(x), 1,
+		    AT({"perm", A_INTS, 0, 0, PERM_BHTD, 4}));
+	return em_node(e, "Reshape", em_str(e, "%s/Reshape_o", name),
+		       IN(x, INTS(0, 0, b->c->hidden)), 1, NOAT);
+}
+
+/* Softmax over the keys; in float32 (softmax(dtype=torch.float32)) and
+ * cast back when the activations are half precision. */
+static const char *softmax(struct build *b, const char *s, const char *name, bool upcast)
+{
+	struct em *e = &b->e;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+
+	if (upcast && b->wdt != fdt)
+		s = em_node(e, "Cast", em_str(e, "%s/Cast_s", name), IN(s), 1,
+			    AT({"to", A_INT, fdt, 0, NULL, 0}));
+	s = em_node(e, "Softmax", em_str(e, "%s/Softmax", name), IN(s), 1,
+		    AT({"axis", A_INT, -1, 0, NULL, 0}));
+	if (upcast && b->wdt != fdt)
+		s = em_node(e, "Cast", em_str(e, "%s/Cast_p", name), IN(s), 1,
+			    AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+	return s;
+}
+
+/* Positions 0..t-1 of input_ids [b, t], and the query <= key mask. */
+static const char *positions(struct build *b, const char **t_len)
+{
+	struct em *e = &b->e;
+	const char *shape, *t;
+
+	shape = em_node(e, "Shape", "/model/Shape", IN("input_ids"), 1, NOAT);
+	t = em_node(e, "Gather", "/model/Gather", IN(shape, INT0(1)), 1,
+		    AT({"axis", A_INT, 0, 0, NULL, 0}));
+	*t_len = shape;
+	return em_node(e, "Range", "/model/Range", IN(INT0(0), t, INT0(1)), 1, NOAT);
+}
+
+static const char *causal_bool(struct build *b, const char *pos)
+{
+	struct em *e = &b->e;
+	const char *r, *c;
+
+	r = em_node(e, "Unsqueeze", "/model/Unsqueeze", IN(pos, INTS(0)), 1, NOAT);
+	c = em_node(e, "Unsqueeze", "/model/Unsqueeze_1", IN(pos, INTS(1)), 1, NOAT);
+	/* [t, t]: key position j <= query position i */
+	return em_node(e, "LessOrEqual", "/model/LessOrEqual", IN(r, c), 1, NOAT);
+}
+
+/* --- gpt2 ------------------------------------------------------------------- */
+
+static void build_gpt2(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden, hd = d / c->heads;
+	const char *pos, *shape, *x, *wte, *minv;
+
+	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, d);
+	pos = positions(b, &shape);
+	b->causal = causal_bool(b, pos);
+	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
+		    NOAT);
+	x = em_node(e, "Add", "/transformer/Add",
+		    IN(x, em_node(e, "Gather", "/transformer/wpe/Gather",
+				  IN(em_weight(e, "transformer.wpe.weight", b->wdt,
+					       c->positions, d),
+				     pos),
+				  1, NOAT)),
+		    1, NOAT);
+	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
+	/* torch.finfo(dtype).min: the masked scores */
+	minv = em_scalar(e,
+			 b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? -65504.0
+			 : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
+				 ? -3.3895313892515355e38
+				 : -3.4028234663852886e38,
+			 b->wdt);
+	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
+		const char *p = em_str(e, "transformer.h.%lld", (long long)l);
+		const char *h, *qkv, *q, *k, *v, *s, *y, *f, *g1, *g2;
+		const char *ap = em_str(e, "%s.attn", p), *mp = em_str(e, "%s.mlp", p);
+		const char *an = em_str(e, "/%s", ap), *mn = em_str(e, "/%s", mp);
+
+		h = layernorm(b, x, em_str(e, "%s.ln_1", p));
+		qkv = linear(b, h, ap, "c_attn", d, 3 * d, true, true);
+		q = em_node(e, "Split", em_str(e, "%s/Split", an), IN(qkv, INTS(d, d, d)),
+			    3, AT({"axis", A_INT, 2, 0, NULL, 0}));
+		k = em_str(e, "%s_1", q);
+		v = em_str(e, "%s_2", q);
+		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
+		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
+		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
+		k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an), IN(k), 1,
+			    AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+		s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1, NOAT);
+		s = em_node(e, "Div", em_str(e, "%s/Div", an),
+			    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1, NOAT);
+		s = em_node(e, "Where", em_str(e, "%s/Where", an), IN(b->causal, s, minv),
+			    1, NOAT);
+		s = softmax(b, s, an, false);
+		s = dropout(b, s, c->attn_pdrop,
+			    em_str(e, "%s/attn_dropout/Dropout", an));
+		y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v), 1, NOAT);
+		y = merge_heads(b, y, an);
+		y = linear(b, y, ap, "c_proj", d, d, true, true);
+		y = dropout(b, y, c->resid_pdrop,
+			    em_str(e, "%s/resid_dropout/Dropout", an));
+		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
+
+		h = layernorm(b, x, em_str(e, "%s.ln_2", p));
+		f = linear(b, h, mp, "c_fc", d, c->inter, true, true);
+		/* gelu_new, term by term as NewGELUActivation computes it */
+		g1 = em_node(e, "Mul", em_str(e, "%s/Mul", mn),
+			     IN(f, em_scalar(e, 0.5, b->wdt)), 1, NOAT);
+		g2 = em_node(e, "Pow", em_str(e, "%s/Pow", mn),
+			     IN(f, em_scalar(e, 3.0, b->wdt)), 1, NOAT);
+		g2 = em_node(e, "Mul", em_str(e, "%s/Mul_1", mn),
+			     IN(g2, em_scalar(e, 0.044715, b->wdt)), 1, NOAT);
+		g2 = em_node(e, "Add", em_str(e, "%s/Add", mn), IN(f, g2), 1, NOAT);
+		g2 = em_node(
+			e, "Mul", em_str(e, "%s/Mul_2", mn),
+			IN(g2, em_scalar(e, sqrt(2.0 / 3.14159265358979323846), b->wdt)),
+			1, NOAT);
+		g2 = em_node(e, "Tanh", em_str(e, "%s/Tanh", mn), IN(g2), 1, NOAT);
+		g2 = em_node(e, "Add", em_str(e, "%s/Add_1", mn),
+			     IN(g2, em_scalar(e, 1.0, b->wdt)), 1, NOAT);
+		f = em_node(e, "Mul", em_str(e, "%s/Mul_3", mn), IN(g1, g2), 1, NOAT);
+		f = linear(b, f, mp, "c_proj", c->inter, d, true, true);
+		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s/dropout/Dropout", mn));
+		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, f), 1, NOAT);
+	}
+	x = layernorm(b, x, "transformer.ln_f");
+	wte = em_node(e, "Transpose", "/lm_head/Transpose", IN(wte), 1,
+		      AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+	em_node(e, "MatMul", "logits", IN(x, wte), 1, NOAT);
+}
+
+/* --- llama ------------------------------------------------------------------ */
+
+/* rotate_half(x) = cat(-x[..., hd/2:], x[..., :hd/2]) and
+ * x * cos + rotate_half(x) * sin */
+static const char *rope(struct build *b, const char *x, const char *name)
+{
+	struct em *e = &b->e;
+	int64_t hd = b->c->hidden / b->c->heads;
+	const char *x1, *x2, *r;
+
+	x1 = em_node(e, "Slice", em_str(e, "%s/Slice", name),
+		     IN(x, INTS(0), INTS(hd / 2), INTS(3)), 1, NOAT);
+	x2 = em_node(e, "Slice", em_str(e, "%s/Slice_1", name),
+		     IN(x, INTS(hd / 2), INTS(INT64_MAX), INTS(3)), 1, NOAT);
+	x2 = em_node(e, "Neg", em_str(e, "%s/Neg", name), IN(x2), 1, NOAT);
+	r = em_node(e, "Concat", em_str(e, "%s/Concat", name), IN(x2, x1), 1,
+		    AT({"axis", A_INT, -1, 0, NULL, 0}));
+	x = em_node(e, "Mul", em_str(e, "%s/Mul", name), IN(x, b->cos), 1, NOAT);
+	r = em_node(e, "Mul", em_str(e, "%s/Mul_1", name), IN(r, b->sin), 1, NOAT);
+	return em_node(e, "Add", em_str(e, "%s/Add", name), IN(x, r), 1, NOAT);
+}
+
+/* repeat_kv: [b, kvh, t, hd] -> [b, heads, t, hd] through expand (a view)
+ * and reshape (a copy, the expanded strides being zero) */
+static const char *repeat_kv(struct build *b, const char *x, const char *name)
+{
+	struct em *e = &b->e;
+	int64_t rep = b->c->heads / b->c->kv_heads, hd = b->c->hidden / b->c->heads;
+
+	if (rep == 1)
+		return x;
+	x = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze", name), IN(x, INTS(2)), 1,
+		    NOAT);
+	x = em_node(e, "Expand", em_str(e, "%s/Expand", name),
+		    IN(x, INTS(1, 1, rep, 1, 1)), 1, NOAT);
+	return em_node(e, "Reshape", em_str(e, "%s/Reshape", name),
+		       IN(x, INTS(0, b->c->heads, -1, hd)), 1, NOAT);
+}
+
+/* LlamaRotaryEmbedding (under no_grad): cos and sin of
+ * positions x inv_freq, [b, 1, t, hd], computed once per forward. */
+static void rotary(struct build *b, const char *pos, const char *shape)
+{
+	struct em *e = &b->e;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	int64_t hd = b->c->hidden / b->c->heads;
+	const char *p, *f, *inv;
+
+	inv = em_weight(e, "model.rotary_emb.inv_freq", fdt, hd / 2, 0);
+	p = em_node(e, "Expand", "/model/rotary_emb/Expand", IN(pos, shape), 1, NOAT);
+	p = em_node(e, "Cast", "/model/rotary_emb/Cast", IN(p), 1,
+		    AT({"to", A_INT, fdt, 0, NULL, 0}));
+	p = em_node(e, "Unsqueeze", "/model/rotary_emb/Unsqueeze", IN(p, INTS(-1)), 1,
+		    NOAT);
+	f = em_node(e, "Mul", "/model/rotary_emb/Mul", IN(p, inv), 1, NOAT);
+	f = em_node(e, "Concat", "/model/rotary_emb/Concat", IN(f, f), 1,
+		    AT({"axis", A_INT, -1, 0, NULL, 0}));
+	b->cos = em_node(e, "Cos", "/model/rotary_emb/Cos", IN(f), 1, NOAT);
+	b->sin = em_node(e, "Sin", "/model/rotary_emb/Sin", IN(f), 1, NOAT);
+	if (b->wdt != fdt) {
+		b->cos = em_node(e, "Cast", "/model/rotary_emb/Cast_1", IN(b->cos), 1,
+				 AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+		b->sin = em_node(e, "Cast", "/model/rotary_emb/Cast_2", IN(b->sin), 1,
+				 AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+	}
+	b->cos = em_node(e, "Unsqueeze", "/model/rotary_emb/Unsqueeze_1",
+			 IN(b->cos, INTS(1)), 1, NOAT);
+	b->sin = em_node(e, "Unsqueeze", "/model/rotary_emb/Unsqueeze_2",
+			 IN(b->sin, INTS(1)), 1, NOAT);
+}
+
+static void build_llama(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden, hd = d / c->heads, kvd = c->kv_heads * hd;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	const char *pos, *shape, *x, *emb, *lm;
+
+	emb = em_weight(e, "model.embed_tokens.weight", b->wdt, c->vocab, d);
+	pos = positions(b, &shape);
+	/* the additive causal mask: 0 where allowed, finfo.min elsewhere */
+	b->causal = em_node(
+		e, "Where", "/model/Where",
+		IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
+		   em_scalar(e,
+			     b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? -65504.0
+			     : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
+				     ? -3.3895313892515355e38
+				     : -3.4028234663852886e38,
+			     b->wdt)),
+		1, NOAT);
+	rotary(b, pos, shape);
+	x = em_node(e, "Gather", "/model/embed_tokens/Gather", IN(emb, "input_ids"), 1,
+		    NOAT);
+	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
+		const char *p = em_str(e, "model.layers.%lld", (long long)l);
+		const char *ap = em_str(e, "%s.self_attn", p),
+			   *mp = em_str(e, "%s.mlp", p);
+		const char *an = em_str(e, "/%s", ap);
+		const char *h, *q, *k, *v, *s, *y, *g, *u;
+
+		h = rmsnorm(b, x, em_str(e, "%s.input_layernorm", p));
+		q = linear(b, h, ap, "q_proj", d, d, c->qkv_bias, false);
+		k = linear(b, h, ap, "k_proj", d, kvd, c->qkv_bias, false);
+		v = linear(b, h, ap, "v_proj", d, kvd, c->qkv_bias, false);
+		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
+		k = split_heads(b, k, c->kv_heads, em_str(e, "%s/k", an));
+		v = split_heads(b, v, c->kv_heads, em_str(e, "%s/v", an));
+		q = rope(b, q, em_str(e, "%s/q_rope", an));
+		k = rope(b, k, em_str(e, "%s/k_rope", an));
+		k = repeat_kv(b, k, em_str(e, "%s/k_rep", an));
+		v = repeat_kv(b, v, em_str(e, "%s/v_rep", an));
+		k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an), IN(k), 1,
+			    AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+		s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1, NOAT);
+		s = em_node(e, "Div", em_str(e, "%s/Div", an),
+			    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1, NOAT);
+		s = em_node(e, "Add", em_str(e, "%s/Add", an), IN(s, b->causal), 1, NOAT);
+		s = softmax(b, s, an, true);
+		s = dropout(b, s, c->attn_pdrop, em_str(e, "%s/Dropout", an));
+		y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v), 1, NOAT);
+		y = merge_heads(b, y, an);
+		y = linear(b, y, ap, "o_proj", d, d, false, false);
+		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
+
+		h = rmsnorm(b, x, em_str(e, "%s.post_attention_layernorm", p));
+		g = linear(b, h, mp, "gate_proj", d, c->inter, false, false);
+		u = linear(b, h, mp, "up_proj", d, c->inter, false, false);
+		/* SiLU as x * sigmoid(x): the op table's F.silu pattern */
+		g = em_node(
+			e, "Mul", em_str(e, "/%s/act_fn/Mul", mp),
+			IN(g, em_node(e, "Sigmoid", em_str(e, "/%s/act_fn/Sigmoid", mp),
+				      IN(g), 1, NOAT)),
+			1, NOAT);
+		g = em_node(e, "Mul", em_str(e, "/%s/Mul", mp), IN(g, u), 1, NOAT);
+		g = linear(b, g, mp, "down_proj", c->inter, d, false, false);
+		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, g), 1, NOAT);
+	}
+	x = rmsnorm(b, x, "model.norm");
+	lm = c->tied ? emb : em_weight(e, "lm_head.weight", b->wdt, c->vocab, d);
+	lm = em_node(e, "Transpose", "/lm_head/Transpose", IN(lm), 1,
+		     AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+	if (b->wdt == fdt) {
+		em_node(e, "MatMul", "logits", IN(x, lm), 1, NOAT);
+	} else {
+		x = em_node(e, "MatMul", "/lm_head/MatMul", IN(x, lm), 1, NOAT);
+		/* LlamaForCausalLM: logits = logits.float() */
+		em_node(e, "Cast", "logits", IN(x), 1,
+			AT({"to", A_INT, fdt, 0, NULL, 0}));
+	}
+}
+
+/* --- the model ------------------------------------------------------------- */
+
+static Onnx__ValueInfoProto *value_info(struct em *e, const char *name, int dtype,
+					const char *d0, const char *d1, int64_t d2)
+{
+	static const Onnx__ValueInfoProto vinit = ONNX__VALUE_INFO_PROTO__INIT;
+	static const Onnx__TypeProto tinit = ONNX__TYPE_PROTO__INIT;
+	static const Onnx__TypeProto__Tensor ttinit = ONNX__TYPE_PROTO__TENSOR__INIT;
+	static const Onnx__TensorShapeProto sinit = ONNX__TENSOR_SHAPE_PROTO__INIT;
+	static const Onnx__TensorShapeProto__Dimension dinit =
+		ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+	Onnx__ValueInfoProto *vi = em_alloc(e, sizeof(*vi));
+	Onnx__TypeProto *tp = em_alloc(e, sizeof(*tp));
+	Onnx__TypeProto__Tensor *tt = em_alloc(e, sizeof(*tt));
+	Onnx__TensorShapeProto *sp = em_alloc(e, sizeof(*sp));
+	size_t rank = d2 > 0 ? 3 : 2;
+
+	if (e->failed)
+		return NULL;
+	*vi = vinit;
+	*tp = tinit;
+	*tt = ttinit;
+	*sp = sinit;
+	sp->dim = em_alloc(e, rank * sizeof(Onnx__TensorShapeProto__Dimension *));
+	if (!sp->dim)
+		return NULL;
+	for (size_t k = 0; k < rank && !e->failed; k++) {
+		Onnx__TensorShapeProto__Dimension *dm = em_alloc(e, sizeof(*dm));
+
+		if (!dm)
+			return NULL;
+		*dm = dinit;
+		if (k < 2) {
+			dm->value_case =
+				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			dm->dim_param = unconst(k ? d1 : d0);
+		} else {
+			dm->value_case =
+				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			dm->dim_value = d2;
+		}
+		sp->dim[k] = dm;
+	}
+	if (e->failed)
+		return NULL;
+	sp->n_dim = rank;
+	tt->has_elem_type = 1;
+	tt->elem_type = dtype;
+	tt->shape = sp;
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	vi->name = unconst(name);
+	vi->type = tp;
+	return vi;
+}
+
+static int pack_and_load(struct build *b, struct colloc_graph **g, const char *file,
+			 struct colloc_diag *diag)
+{
+	static const Onnx__ModelProto minit = ONNX__MODEL_PROTO__INIT;
+	static const Onnx__GraphProto ginit = ONNX__GRAPH_PROTO__INIT;
+	static const Onnx__OperatorSetIdProto oinit = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+	struct em *e = &b->e;
+	Onnx__ModelProto mp = minit;
+	Onnx__GraphProto gp = ginit;
+	Onnx__OperatorSetIdProto os = oinit, *osp = &os;
+	Onnx__ValueInfoProto *in, *out;
+	uint8_t *buf;
+	size_t n;
+	int rc;
+
+	in = value_info(e, "input_ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "batch",
+			"seq", 0);
+	out = value_info(e, "logits", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "batch",
+			 "seq", b->c->vocab);
+	if (e->failed || !in || !out)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	gp.name = unconst(b->c->model_type);
+	gp.node = e->nodes;
+	gp.n_node = e->n_nodes;
+	gp.initializer = e->inits;
+	gp.n_initializer = e->n_inits;
+	gp.input = &in;
+	gp.n_input = 1;
+	gp.output = &out;
+	gp.n_output = 1;
+	os.domain = unconst("");
+	os.has_version = 1;
+	os.version = 17; /* LayerNormalization */
+	mp.has_ir_version = 1;
+	mp.ir_version = 8;
+	mp.producer_name = unconst("colloc hf");
+	mp.producer_version = unconst("");
+	mp.opset_import = &osp;
+	mp.n_opset_import = 1;
+	mp.graph = &gp;
+	n = protobuf_c_message_get_packed_size(&mp.base);
+	buf = malloc(n ? n : 1);
+	if (!buf)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	protobuf_c_message_pack(&mp.base, buf);
+	rc = colloc_onnx_load_buffer(buf, n, NULL, g, diag);
+	free(buf);
+	if (rc)
+		return colloc_diag_prefix(diag, rc, "%s: the graph built from it", file);
+	return 0;
+}
+
+static char *read_config(const char *spec, char *path, size_t plen, size_t *len,
+			 struct colloc_diag *diag, int *rc)
+{
+	struct stat st;
+	FILE *f;
+	char *buf;
+	int w;
+
+	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode))
+		w = snprintf(path, plen, "%s/config.json", spec);
+	else
+		w = snprintf(path, plen, "%s", spec);
+	if (w < 0 || (size_t)w >= plen) {
+		*rc = colloc_diag_set(diag, COLLOC_ELIMIT, "hf:%s: path too long", spec);
+		return NULL;
+	}
+	f = fopen(path, "rb");
+	if (!f) {
+		*rc = colloc_diag_set(diag, errno == ENOENT ? COLLOC_ENOTFOUND : -errno,
+				      "hf:%s: cannot open %s: %s", spec, path,
+				      strerror(errno));
+		return NULL;
+	}
+	buf = malloc(HF_CONFIG_MAX_BYTES + 1);
+	if (!buf) {
+		fclose(f);
+		*rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	*len = fread(buf, 1, HF_CONFIG_MAX_BYTES + 1, f);
+	fclose(f);
+	if (*len > HF_CONFIG_MAX_BYTES) {
+		free(buf);
+		*rc = colloc_diag_set(diag, COLLOC_ELIMIT,
+				      "%s: larger than %u bytes: not a config.json", path,
+				      HF_CONFIG_MAX_BYTES);
+		return NULL;
+	}
+	buf[*len] = '\0';
+	return buf;
+}
+
+int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
+			    const struct colloc_model_opts *o, struct colloc_model *m,
+			    struct colloc_diag *diag)
+{
+	struct hf_cfg c;
+	struct build b;
+	int rc;
+
+	if ((rc = parse_config(text, len, file, &c, diag)))
+		return rc;
+	if (o->attention != COLLOC_ATTN_EAGER)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: --attention %s is not modelled yet (the op "
+				       "table has no fused attention op); --attention "
+				       "eager is",
+				       file, colloc_attention_name(o->attention));
+	if (o->gradient_checkpointing)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: --gradient-checkpointing is not modelled yet",
+				       file);
+	if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT &&
+	    o->weight_dtype != COLLOC_DT_BFLOAT16 && o->weight_dtype != COLLOC_DT_FLOAT16)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "weights must be float32, "
+				       "bfloat16 or float16");
+	if (o->lora_rank < 0 || o->lora_rank > HF_MAX_LORA_RANK || o->lora_alpha < 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "--lora-rank wants 1..%d and --lora-alpha a "
+				       "non-negative number",
+				       HF_MAX_LORA_RANK);
+	memset(&b, 0, sizeof(b));
+	colloc__arena_init(&b.e.a, 0);
+	b.c = &c;
+	b.o = o;
+	b.m = m;
+	b.wdt = o->weight_dtype ? o->weight_dtype : COLLOC_DT_FLOAT;
+	b.lora_rank = o->lora_rank ? o->lora_rank : 8;
+	b.lora_scale =
+		(o->lora_alpha > 0 ? o->lora_alpha : 2.0 * b.lora_rank) / b.lora_rank;
+	b.targets = o->lora_targets && o->lora_targets[0]
+			    ? o->lora_targets
+			    : (c.family == FAM_GPT2 ? "c_attn" : "q_proj,v_proj");
+	{
+		Onnx__TensorProto *t =
+			em_tensor(&b.e, "/const/training",
+				  ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, NULL, 0);
+
+		b.dropout_train = "/const/training";
+		if (t && (t->int32_data = em_alloc(&b.e, sizeof(int32_t)))) {
+			t->int32_data[0] = 1;
+			t->n_int32_data = 1;
+		}
+	}
+	if (c.family == FAM_GPT2)
+		build_gpt2(&b);
+	else
+		build_llama(&b);
+	if (b.e.failed)
+		rc = colloc_diag_set(diag, -ENOMEM, "out of memory building %s", file);
+	else if (o->trainable == COLLOC_TRAIN_LORA && b.lora_count == 0)
+		rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+				     "%s: --lora-targets '%s' names no linear layer of "
+				     "this %s model",
+				     file, b.targets, c.model_type);
+	else
+		rc = pack_and_load(&b, &m->graph, file, diag);
+	if (!rc) {
+		/* inv_freq is a buffer (register_buffer), not a parameter */
+		int t = colloc_graph_find_tensor(m->graph, "model.rotary_emb.inv_freq");
+
+		if (t >= 0)
+			m->graph->tensors[t].param_class = COLLOC_PARAM_BUFFER;
+	}
+	if (!rc && o->trainable == COLLOC_TRAIN_LORA) {
+		/* everything but the adapters is frozen */
+		for (int i = 0; i < m->graph->n_tensors; i++) {
+			struct colloc_tensor *t = &m->graph->tensors[i];
+
+			if (t->param_class == COLLOC_PARAM_TRAINABLE &&
+			    !strstr(t->name, ".lora_A.") &&
+			    !strstr(t->name, ".lora_B.")) {
+				t->param_class = COLLOC_PARAM_BUFFER;
+				t->frozen = true;
+			}
+		}
+		colloc__model_note(m, "lora: r=%d, alpha %g, on %s: %d adapters",
+				   b.lora_rank, b.lora_scale * b.lora_rank, b.targets,
+				   b.lora_count);
+	}
+	if (!rc) {
+		m->family = c.model_type;
+		m->max_seq = c.positions;
+		m->n_seq_dims = 1;
+		m->seq_dims[0] = colloc__model_strdup(m, "seq");
+		if (!m->seq_dims[0])
+			rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
+		if (b.wdt != COLLOC_DT_FLOAT)
+			colloc__model_note(m, "weights and activations in %s",
+					   colloc_dtype_name(b.wdt));
+	}
+	free(b.e.nodes);
+	free(b.e.inits);
+	colloc__arena_fini(&b.e.a);
+	return rc;
+}
+
+int colloc__hf_open(const char *spec, const struct colloc_model_opts *o,
+		    struct colloc_model *m, struct colloc_diag *diag)
+{
+	char path[4096];
+	size_t len = 0;
+	int rc = 0;
+	char *text = read_config(spec, path, sizeof(path), &len, diag, &rc);
+
+	if (!text)
+		return rc;
+	m->path = colloc__model_strdup(m, path);
+	rc = m->path ? colloc__hf_build_buffer(text, len, path, o, m, diag)
+		     : colloc_diag_set(diag, -ENOMEM, "out of memory");
+	free(text);
+	return rc;
+}

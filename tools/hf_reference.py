@@ -1,0 +1,252 @@
+"""CPU ground truth for `colloc estimate hf:CONFIG`: plain torch.nn models built from a Hugging
+Face config.json, measured as tools/reference_memory.py measures the zoo.
+
+Debian's torch has no `transformers`, so the families colloc builds from a configuration
+(src/model/hf.c) are written here in plain torch.nn, module by module as transformers' eager code
+computes them (modeling_gpt2.py, modeling_llama.py / qwen2 / mistral; peft's lora.Linear with
+lora_dropout 0), at the scaled-down sizes of tests/data/hf/*.json. For every configuration and
+setting -- trainable all or LoRA (r 8, alpha 16, peft's default targets), float32 or pure bfloat16
+weights (model.to(torch.bfloat16), adapters kept float32 as peft's autocast_adapter_dtype does) --
+one training step at batch 4, seq 32 is measured and recorded in data/reference/hf_cpu.json:
+
+  config, trainable, precision, batch, seq, torch_version, and the fields of
+  reference_memory.measure_training() (saved_bytes_forward_bool_masks, param_bytes, grad_bytes,
+  optimizer_state, ...), plus trainable_params / frozen_params (numel).
+
+tests/unit/test_hf.c checks colloc against it. Run:  /usr/bin/python3 tools/hf_reference.py
+"""
+
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_memory  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny"]
+BATCH, SEQ = 4, 32
+
+
+class LoRALinear(nn.Module):
+    """peft's lora.Linear forward (lora_dropout 0 -> identity), adapters in float32."""
+
+    def __init__(self, base, r, alpha):
+        super().__init__()
+        self.base_layer = base
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+        self.scaling = alpha / r
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        dtype = result.dtype
+        x = x.to(self.lora_A.weight.dtype)
+        result = result + self.lora_B(self.lora_A(x)) * self.scaling
+        return result.to(dtype)
+
+
+# --- GPT-2 (GPT2LMHeadModel, eager attention) ---------------------------------------------------
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["n_embd"]
+        self.h, self.d = c["n_head"], d
+        self.ln_1 = nn.LayerNorm(d, eps=c.get("layer_norm_epsilon", 1e-5))
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d, eps=c.get("layer_norm_epsilon", 1e-5))
+        self.c_fc = nn.Linear(d, c.get("n_inner") or 4 * d)
+        self.mlp_proj = nn.Linear(c.get("n_inner") or 4 * d, d)
+        self.attn_drop = nn.Dropout(c.get("attn_pdrop", 0.1))
+        self.resid_drop = nn.Dropout(c.get("resid_pdrop", 0.1))
+        self.mlp_drop = nn.Dropout(c.get("resid_pdrop", 0.1))
+
+    def forward(self, x, causal):
+        b, t, d = x.shape
+        hd = d // self.h
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, hd).transpose(1, 2) for z in (q, k, v))
+        s = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], hd ** 0.5, dtype=x.dtype)
+        s = torch.where(causal, s, torch.tensor(torch.finfo(s.dtype).min, dtype=s.dtype))
+        p = self.attn_drop(torch.softmax(s, dim=-1))
+        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.resid_drop(self.c_proj(y))
+        return x + self.mlp_drop(self.mlp_proj(gelu_new(self.c_fc(self.ln_2(x)))))
+
+
+class GPT2(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["n_embd"]
+        self.wte = nn.Embedding(c["vocab_size"], d)
+        self.wpe = nn.Embedding(c["n_positions"], d)
+        self.drop = nn.Dropout(c.get("embd_pdrop", 0.1))
+        self.blocks = nn.ModuleList(GPT2Block(c) for _ in range(c["n_layer"]))
+        self.ln_f = nn.LayerNorm(d, eps=c.get("layer_norm_epsilon", 1e-5))
+
+    def lora_targets(self):
+        return [(blk, "c_attn") for blk in self.blocks]
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        pos = torch.arange(t)
+        causal = pos.unsqueeze(0) <= pos.unsqueeze(1)
+        x = self.drop(self.wte(ids) + self.wpe(pos))
+        for blk in self.blocks:
+            x = blk(x, causal)
+        return F.linear(self.ln_f(x), self.wte.weight)  # tied LM head
+
+
+# --- LLaMA / Qwen2 (LlamaForCausalLM, eager attention) --------------------------------------------
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        var = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, c, bias):
+        super().__init__()
+        d, self.h, self.kvh = c["hidden_size"], c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
+        self.hd = d // self.h
+        eps = c.get("rms_norm_eps", 1e-6)
+        self.input_layernorm = RMSNorm(d, eps)
+        self.q_proj = nn.Linear(d, self.h * self.hd, bias=bias)
+        self.k_proj = nn.Linear(d, self.kvh * self.hd, bias=bias)
+        self.v_proj = nn.Linear(d, self.kvh * self.hd, bias=bias)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.post_attention_layernorm = RMSNorm(d, eps)
+        self.gate_proj = nn.Linear(d, c["intermediate_size"], bias=False)
+        self.up_proj = nn.Linear(d, c["intermediate_size"], bias=False)
+        self.down_proj = nn.Linear(c["intermediate_size"], d, bias=False)
+
+    def repeat_kv(self, x):
+        b, kvh, t, hd = x.shape
+        n = self.h // kvh
+        if n == 1:
+            return x
+        return x[:, :, None, :, :].expand(b, kvh, n, t, hd).reshape(b, kvh * n, t, hd)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, d = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(b, t, self.h, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(b, t, self.kvh, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(b, t, self.kvh, self.hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k, v = self.repeat_kv(k), self.repeat_kv(v)
+        s = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.hd)
+        s = s + mask
+        p = F.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
+        y = torch.matmul(p, v).transpose(1, 2).contiguous().reshape(b, t, d)
+        x = x + self.o_proj(y)
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["hidden_size"]
+        self.embed_tokens = nn.Embedding(c["vocab_size"], d)
+        bias = c["model_type"] == "qwen2"
+        self.layers = nn.ModuleList(LlamaLayer(c, bias) for _ in range(c["num_hidden_layers"]))
+        self.norm = RMSNorm(d, c.get("rms_norm_eps", 1e-6))
+        self.tied = c.get("tie_word_embeddings", False)
+        if not self.tied:
+            self.lm_head = nn.Linear(d, c["vocab_size"], bias=False)
+        hd = d // c["num_attention_heads"]
+        theta = c.get("rope_theta", 10000.0)
+        self.register_buffer("inv_freq", 1.0 / theta ** (torch.arange(0, hd, 2).float() / hd), persistent=False)
+
+    def lora_targets(self):
+        return [(l, n) for l in self.layers for n in ("q_proj", "v_proj")]
+
+    def forward(self, ids):
+        b, t = ids.shape
+        x = self.embed_tokens(ids)
+        with torch.no_grad():
+            pos = torch.arange(t).expand(b, t)
+            freqs = pos[:, :, None].float() * self.inv_freq[None, None, :]
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = emb.cos().to(x.dtype)[:, None], emb.sin().to(x.dtype)[:, None]
+            mask = torch.full((t, t), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        x = self.norm(x)
+        logits = F.linear(x, self.embed_tokens.weight if self.tied else self.lm_head.weight)
+        return logits.float()
+
+
+def build(name, trainable, precision):
+    with open(os.path.join(ROOT, "tests", "data", "hf", name + ".json")) as f:
+        c = json.load(f)
+    torch.manual_seed(0)
+    model = GPT2(c) if c["model_type"] == "gpt2" else Llama(c)
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+    if trainable == "lora":
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for owner, attr in model.lora_targets():
+            setattr(owner, attr, LoRALinear(getattr(owner, attr), 8, 16))
+    return model.train()
+
+
+def main():
+    out = {}
+    gen = torch.Generator().manual_seed(0)
+    for name in CONFIGS:
+        for trainable in ("all", "lora"):
+            for precision in ("fp32", "bf16"):
+                model = build(name, trainable, precision)
+                ids = torch.randint(0, 512, (BATCH, SEQ), generator=gen)
+                labels = ids[:, 1:].reshape(-1).clone()
+
+                def loss_fn(logits):
+                    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels)
+
+                rec = reference_memory.measure_training(model, (ids,), labels, loss_fn)
+                rec = {"config": "tests/data/hf/%s.json" % name, "trainable": trainable,
+                       "precision": precision, "batch": BATCH, "seq": SEQ,
+                       "torch_version": torch.__version__.split("+")[0],
+                       "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+                       "frozen_params": sum(p.numel() for p in model.parameters() if not p.requires_grad),
+                       **rec}
+                key = "%s/%s/%s" % (name, trainable, precision)
+                out[key] = rec
+                print(key, rec["saved_bytes_forward_bool_masks"], rec["param_bytes"], file=sys.stderr)
+    path = os.path.join(ROOT, "data", "reference", "hf_cpu.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
