@@ -19,6 +19,7 @@ for arg in "$@"; do
 done
 
 packages="build-essential cmake pkg-config
+	slurmctld slurmd slurm-client munge libslurm-dev
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev
 	libcjson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev curl
 	libncurses-dev tmux prometheus

@@ -8,7 +8,7 @@ if [ ! -f "$bdir/compile_commands.json" ]; then
 	echo "lint: $bdir/compile_commands.json missing; configure first" >&2
 	exit 2
 fi
-srcs=$(git ls-files 'src/*.c' 2>/dev/null || find src -name '*.c')
+srcs=$(git ls-files 'src/*.c' 'integrations/*.c' 2>/dev/null || find src integrations -name '*.c')
 
 cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
 	--enable=warning,portability,performance \

@@ -120,6 +120,8 @@ int cmd_estimate(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
+/* cmd_slurm.c: gres.conf / slurm.conf lines for Slurm shards (docs/slurm.md). */
+int cmd_slurm_gres(int argc, char **argv);
 
 /* Clients of collocd (cmd_jobs.c, docs/cli-jobs.md). */
 int cmd_submit(int argc, char **argv);

@@ -26,6 +26,8 @@ static const char usage[] =
 	"  ops [OP...]      the ONNX ops and fused patterns colloc supports\n"
 	"  gpus             list GPUs with memory, use and the jobs (from collocd)\n"
 	"                   or processes (from the backend) on each\n"
+	"  slurm-gres       gres.conf / slurm.conf lines sharing GPUs as Slurm\n"
+	"                   shards (docs/slurm.md)\n"
 	"\n"
 	"job commands (clients of collocd; see docs/cli-jobs.md):\n"
 	"  submit [OPTS] [--] CMD [ARGS...]   queue a command to run on GPUs\n"
@@ -67,7 +69,7 @@ static const struct command commands[] = {
 	{"queue", cmd_queue, true},	 {"show", cmd_show, true},
 	{"cancel", cmd_cancel, true},	 {"logs", cmd_logs, true},
 	{"wait", cmd_wait, true},	 {"stats", cmd_stats, true},
-	{"top", cmd_top, true},
+	{"top", cmd_top, true},		 {"slurm-gres", cmd_slurm_gres, false},
 };
 
 /*

@@ -448,7 +448,8 @@ static const char *em_weight(struct em *e, const char *name, int dtype, int64_t 
 	Onnx__TensorProto *t = em_tensor(e, name, dtype, dims, d1 > 0 ? 2 : 1);
 	Onnx__StringStringEntryProto *kv = em_alloc(e, sizeof(*kv));
 
-	if (!t || !kv || !(t->external_data = em_alloc(e, sizeof(Onnx__StringStringEntryProto *))))
+	if (!t || !kv ||
+	    !(t->external_data = em_alloc(e, sizeof(Onnx__StringStringEntryProto *))))
 		return name;
 	*kv = kinit;
 	kv->key = unconst("location");
