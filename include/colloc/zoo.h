@@ -3,8 +3,11 @@
  *
  * colloc ships graph-only ONNX files in data/zoo/. A command that takes a
  * MODEL accepts a path or a zoo name; this module turns the name into a path.
- * The data directory is, in order: $COLLOC_DATA_DIR, the source tree's
- * data/ (for build-tree use), and the installed share/colloc.
+ * The data directory is, in order: $COLLOC_DATA_DIR; the source tree's
+ * data/ when the running binary lies in the build tree it was configured in;
+ * share/colloc beside the binary's prefix (PREFIX/bin/colloc reads
+ * PREFIX/share/colloc, wherever `cmake --install --prefix` put it); and the
+ * configure-time install path.
  */
 #ifndef COLLOC_ZOO_H
 #define COLLOC_ZOO_H

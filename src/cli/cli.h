@@ -123,7 +123,8 @@ int cmd_gpus(int argc, char **argv);
 /* cmd_slurm.c: gres.conf / slurm.conf lines for Slurm shards (docs/slurm.md). */
 int cmd_slurm_gres(int argc, char **argv);
 
-/* Clients of collocd (cmd_jobs.c, docs/cli-jobs.md). */
+/* Clients of collocd, one file each (cmd_submit.c, cmd_queue.c, ...; their
+ * shared skeleton in jobs_common.h; docs/cli-jobs.md). */
 int cmd_submit(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_show(int argc, char **argv);

@@ -43,6 +43,11 @@ int cli_socket_resolve(const char *opt, char *buf, size_t len)
 		n = snprintf(buf, len, "/tmp/collocd-%u.sock", (unsigned)geteuid());
 	if (n < 0 || (size_t)n >= len || (size_t)n >= CLI_SOCKET_PATH_MAX)
 		return -ENAMETOOLONG;
+	/* No personal collocd: the machine's service, when there is one
+	 * (contrib/collocd.service), so that users need not set anything. */
+	if (!opt && !(env && *env) && access(buf, F_OK) != 0 &&
+	    access(CLI_SYSTEM_SOCKET, F_OK) == 0 && len > strlen(CLI_SYSTEM_SOCKET))
+		snprintf(buf, len, "%s", CLI_SYSTEM_SOCKET);
 	return 0;
 }
 

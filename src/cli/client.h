@@ -24,6 +24,10 @@
 /* sizeof(struct sockaddr_un.sun_path) on Linux: the longest path is 107. */
 #define CLI_SOCKET_PATH_MAX 108
 
+/* Where collocd run as a system service listens (contrib/collocd.service,
+ * docs/install.md). */
+#define CLI_SYSTEM_SOCKET "/run/colloc/collocd.sock"
+
 /* Largest response body accepted (a log chunk is at most 1 MiB; a job list
  * of thousands of jobs is well below this). */
 #define CLI_CLIENT_MAX_BODY ((size_t)64 << 20)
@@ -62,9 +66,10 @@ struct cli_response {
  * Where collocd listens: opt (a --socket value) when not NULL, else
  * $COLLOC_SOCKET when set and non-empty, else $XDG_RUNTIME_DIR/collocd.sock
  * when XDG_RUNTIME_DIR is set, else /run/collocd.sock for root, else
- * /tmp/collocd-UID.sock. Writes it to buf. Returns 0, or -ENAMETOOLONG when
- * it does not fit in buf or in a socket address (buf then holds as much of
- * it as fits, for the message).
+ * /tmp/collocd-UID.sock; when that default does not exist but
+ * CLI_SYSTEM_SOCKET does, CLI_SYSTEM_SOCKET. Writes it to buf. Returns 0, or
+ * -ENAMETOOLONG when it does not fit in buf or in a socket address (buf then holds as
+ * much of it as fits, for the message).
  */
 int cli_socket_resolve(const char *opt, char *buf, size_t len);
 

@@ -1,6 +1,6 @@
 /*
  * json_get.h — lenient reading of collocd's JSON answers, shared by the
- * commands that are its clients (cmd_jobs.c, cmd_top.c, cmd_gpus.c).
+ * commands that are its clients (the job commands, top_data.c, cmd_gpus.c).
  *
  * Lenient: a member that is missing, null or of another type reads as
  * absent (NULL or false), never as 0 and never as a crash, so that the

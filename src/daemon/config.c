@@ -15,6 +15,8 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -67,6 +69,7 @@ struct key {
 /* In the order cd_config_write() prints them (docs/collocd-config.md). */
 static const struct key keys[] = {
 	KEY("gpus", KIND_STRING, gpus, 0, 0),
+	KEY("allow_sim", KIND_BOOL, allow_sim, 0, 0),
 	KEY("socket", KIND_STRING, socket_path, 0, 0),
 	KEY("db", KIND_STRING, db_path, 0, 0),
 	KEY("state_dir", KIND_STRING, state_dir, 0, 0),
@@ -732,6 +735,104 @@ int cd_config_set(struct cd_config *cfg, const char *key, const char *value,
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "%s: no value", key);
 	if (set_value(cfg, k, value, why) != 0)
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "%s: %s", key, why);
+	return 0;
+}
+
+/* -------------------------------------------------------------------- gpus */
+
+bool cd_config_gpus_is_auto(const char *spec)
+{
+	return strcmp(spec, "auto") == 0 || strncmp(spec, "auto:", 5) == 0;
+}
+
+static void note_set(char *note, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void note_set(char *note, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!note || len == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(note, len, fmt, ap);
+	va_end(ap);
+}
+
+/* spec, or spec with ",path=STATE_DIR/gpus.sim" when it is a sim spec
+ * without a path of its own, into out (CD_PATH_MAX). Returns 0 or
+ * COLLOC_ELIMIT. */
+static int sim_with_path(const struct cd_config *cfg, const char *spec, char *out,
+			 bool *added)
+{
+	const char *args = NULL;
+	const char *env = getenv("COLLOC_SIM_STATE");
+	int n;
+
+	*added = false;
+	if (strcmp(spec, "sim") == 0)
+		args = "";
+	else if (strncmp(spec, "sim:", 4) == 0)
+		args = spec + 4;
+	/* "path=" anywhere after the size takes the rest of the spec
+	 * (colloc/simgpu.h): a spec that has one chose its file. */
+	if (!args || strncmp(args, "path=", 5) == 0 || strstr(args, ",path=") ||
+	    (env && *env)) {
+		n = snprintf(out, CD_PATH_MAX, "%s", spec);
+	} else {
+		n = snprintf(out, CD_PATH_MAX, "sim:%s%spath=%s/%s", args,
+			     *args ? "," : "", cfg->state_dir, CD_SIM_STATE_NAME);
+		*added = true;
+	}
+	return n < 0 || n >= CD_PATH_MAX ? COLLOC_ELIMIT : 0;
+}
+
+int cd_config_resolve_gpus(struct cd_config *cfg, bool nvml_ok, const char *nvml_why,
+			   char *note, size_t note_len, struct colloc_diag *diag)
+{
+	char spec[CD_PATH_MAX];
+	char out[CD_PATH_MAX];
+	bool added;
+	int rc;
+
+	snprintf(spec, sizeof(spec), "%s", cfg->gpus);
+	note_set(note, note_len, "%s", "");
+	if (!nvml_why || !*nvml_why)
+		nvml_why = "no reason given";
+	if (cd_config_gpus_is_auto(spec)) {
+		if (nvml_ok) {
+			snprintf(cfg->gpus, sizeof(cfg->gpus), "nvml");
+			note_set(note, note_len, "gpus %s: NVIDIA's GPUs through NVML",
+				 spec);
+			return 0;
+		}
+		if (strcmp(spec, "auto") == 0 && !cfg->allow_sim)
+			return colloc_diag_set(
+				diag, COLLOC_ENOTFOUND,
+				"gpus auto: no NVIDIA GPU can be used (NVML: %s); "
+				"collocd "
+				"does not serve simulated GPUs unless asked: fix the "
+				"driver, or start it with --gpus %s or with allow_sim = "
+				"true in its config",
+				nvml_why, CD_SIM_FALLBACK);
+		snprintf(spec, sizeof(spec), "%s",
+			 strcmp(cfg->gpus, "auto") == 0 ? CD_SIM_FALLBACK
+							: cfg->gpus + 5);
+	}
+	if ((rc = sim_with_path(cfg, spec, out, &added)))
+		return colloc_diag_set(diag, rc, "gpus '%.64s': the spec is too long",
+				       spec);
+	if (cd_config_gpus_is_auto(cfg->gpus))
+		note_set(note, note_len,
+			 "gpus %s: NVML cannot be used (%s); serving SIMULATED GPUs %s "
+			 "(%s)",
+			 cfg->gpus, nvml_why, out,
+			 strcmp(cfg->gpus, "auto") == 0 ? "allow_sim = true"
+							: "named in the spec");
+	else if (added)
+		note_set(note, note_len, "gpus %s: simulated GPUs in %s/%s", cfg->gpus,
+			 cfg->state_dir, CD_SIM_STATE_NAME);
+	snprintf(cfg->gpus, sizeof(cfg->gpus), "%s", out);
 	return 0;
 }
 

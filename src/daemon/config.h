@@ -36,6 +36,8 @@ enum cd_sharing {
 
 struct cd_config {
 	char gpus[CD_PATH_MAX]; /* backend spec: "auto", "sim:4x40GiB", ... */
+	bool allow_sim; /* "auto" may fall back to simulated GPUs when NVML
+			 * is missing (cd_config_resolve_gpus) */
 	char socket_path[CD_PATH_MAX];
 	char db_path[CD_PATH_MAX];
 	char state_dir[CD_PATH_MAX]; /* logs/ and status/ live here */
@@ -108,6 +110,40 @@ int cd_config_set(struct cd_config *cfg, const char *key, const char *value,
  */
 int cd_config_listen_parse(const char *value, struct cd_listen *out,
 			   struct colloc_diag *diag);
+
+/* The config file collocd reads when --config is not given (and it
+ * exists). */
+#ifndef CD_CONFIG_DEFAULT_PATH
+#define CD_CONFIG_DEFAULT_PATH "/etc/colloc/collocd.conf"
+#endif
+
+/* The simulated GPUs "auto" falls back to when allow_sim is set. */
+#define CD_SIM_FALLBACK "sim:4x40GiB"
+
+/* The state file of simulated GPUs without path=, inside state_dir. */
+#define CD_SIM_STATE_NAME "gpus.sim"
+
+/*
+ * Turn cfg->gpus into the concrete spec cd_daemon_create() should open, so
+ * that what collocd serves is decided here and said, never guessed:
+ *  - "auto": "nvml" when nvml_ok (the caller opened NVML and saw a GPU);
+ *    otherwise COLLOC_ENOTFOUND saying why (nvml_why) and how to ask for
+ *    simulated GPUs, unless cfg->allow_sim, which gives CD_SIM_FALLBACK;
+ *  - "auto:SPEC": "nvml" when nvml_ok, else SPEC (named on purpose);
+ *  - "sim:ARGS" without path= (and "sim"): path=STATE_DIR/gpus.sim added,
+ *    so that two collocds never book the same simulated GPUs, unless
+ *    $COLLOC_SIM_STATE names the file;
+ *  - anything else is left as it is.
+ * note (note_len bytes, may be NULL) says what was chosen and why, for the
+ * log. Returns 0, COLLOC_ENOTFOUND (cfg unchanged) or COLLOC_ELIMIT (the
+ * spec would be too long).
+ */
+int cd_config_resolve_gpus(struct cd_config *cfg, bool nvml_ok, const char *nvml_why,
+			   char *note, size_t note_len, struct colloc_diag *diag);
+
+/* True when spec ("auto", "auto:SPEC") needs the NVML probe that
+ * cd_config_resolve_gpus() is given. */
+bool cd_config_gpus_is_auto(const char *spec);
 
 /* Write cfg as a config file (every key, with its current value) to f;
  * `collocd --print-config`. What cd_config_parse() accepted always writes

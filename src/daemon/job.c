@@ -1,6 +1,7 @@
 /*
- * job.c — the job record's small helpers: state names, init/fini and the
- * history key. See job.h. Storage is store.c's business, not this file's.
+ * job.c — the job record's small helpers: state names (forwarded to the
+ * shared table in colloc/jobs.h), init/fini and the history key. See
+ * job.h. Storage is store.c's business, not this file's.
  */
 #include "daemon/job.h"
 
@@ -9,35 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const state_names[CD_JOB_STATE_COUNT_] = {
-	[CD_JOB_QUEUED] = "queued",	  [CD_JOB_RUNNING] = "running",
-	[CD_JOB_DONE] = "done",		  [CD_JOB_FAILED] = "failed",
-	[CD_JOB_CANCELLED] = "cancelled",
-};
-
-/* Out-of-range states get a fixed string rather than NULL: callers put the
- * result straight into messages and JSON. */
+/* The names live in one table shared with the CLI (colloc/jobs.h). */
 const char *cd_job_state_name(int state)
 {
-	if (state < 0 || state >= CD_JOB_STATE_COUNT_)
-		return "unknown";
-	return state_names[state];
+	return colloc_job_state_name(state);
 }
 
 int cd_job_state_parse(const char *name)
 {
-	if (!name)
-		return -1;
-	for (int i = 0; i < CD_JOB_STATE_COUNT_; i++)
-		if (strcmp(name, state_names[i]) == 0)
-			return i;
-	return -1;
+	return colloc_job_state_parse(name);
 }
 
 bool cd_job_state_final(int state)
 {
-	return state == CD_JOB_DONE || state == CD_JOB_FAILED ||
-	       state == CD_JOB_CANCELLED;
+	return colloc_job_state_final(state);
 }
 
 void cd_job_init(struct cd_job *job)

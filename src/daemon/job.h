@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "colloc/gpu.h"
+#include "colloc/jobs.h"
 #include "colloc/sched.h"
 
 #define CD_NAME_MAX 128
@@ -29,22 +30,31 @@
 #define CD_PLATFORM_MAX 64 /* a platform profile's name (colloc/platform.h) */
 /* "graph (" + a platform name + ")", or "request", "history", "default". */
 #define CD_UTIL_SOURCE_MAX (CD_PLATFORM_MAX + 16)
+/* A client's idempotency key: 1..64 of [A-Za-z0-9._:-] (docs/api.md). */
+#define CD_IDEM_MAX 65
 
+/* collocd's names for the shared vocabulary (colloc/jobs.h), the one table
+ * of states that the CLI reads too. */
 enum cd_job_state {
-	CD_JOB_QUEUED = 0,
-	CD_JOB_RUNNING,
-	CD_JOB_DONE, /* exited 0 */
-	CD_JOB_FAILED, /* non-zero exit, signal, exec failure, OOM given up */
-	CD_JOB_CANCELLED,
-	CD_JOB_STATE_COUNT_
+	CD_JOB_QUEUED = COLLOC_JOB_QUEUED,
+	CD_JOB_RUNNING = COLLOC_JOB_RUNNING,
+	CD_JOB_DONE = COLLOC_JOB_DONE, /* exited 0 */
+	CD_JOB_FAILED = COLLOC_JOB_FAILED, /* non-zero exit, signal, exec
+					    * failure, OOM given up */
+	CD_JOB_CANCELLED = COLLOC_JOB_CANCELLED,
+	CD_JOB_STATE_COUNT_ = COLLOC_JOB_STATE_COUNT
 };
 
-/* "queued", "running", "done", "failed", "cancelled"; parse returns -1 for
- * anything else. */
+/* A memory source's name (colloc/jobs.h) fits the record's field. */
+_Static_assert(CD_SOURCE_MAX >= COLLOC_MEM_SOURCE_NAME_MAX,
+	       "CD_SOURCE_MAX holds every memory source name");
+
+/* colloc_job_state_name() and colloc_job_state_parse() (colloc/jobs.h),
+ * under the names collocd's modules use. */
 const char *cd_job_state_name(int state);
 int cd_job_state_parse(const char *name);
 
-/* True for done, failed and cancelled: the job will never change again. */
+/* True for done, failed and cancelled: colloc_job_state_final(). */
 bool cd_job_state_final(int state);
 
 struct cd_job {

@@ -1,10 +1,12 @@
 /*
- * main.c — collocd: parse the command line and the config file, open the
- * daemon, run the loop. Everything else is in the modules next to it.
+ * main.c — collocd: parse the command line and the config file (the
+ * default one when present), decide which GPUs to serve, open the daemon,
+ * run the loop. Everything else is in the modules next to it.
  */
 #define _GNU_SOURCE /* flock */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "colloc/gpu.h"
 #include "common/files.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
@@ -21,39 +24,45 @@
 static const char usage[] =
 	"usage: collocd [OPTIONS]\n"
 	"\n"
-	"The colloc resource manager: takes training jobs from `colloc submit`, packs "
-	"them\n"
-	"onto shared GPUs by their memory need, recovers jobs that die of GPU "
-	"out-of-memory,\n"
-	"and keeps every job in a SQLite database so that none is lost across restarts.\n"
-	"Runs in the foreground and logs to stderr; stopping it (SIGTERM, Ctrl-C) "
-	"leaves\n"
-	"running jobs running under their supervisors, and the next collocd adopts "
-	"them.\n"
+	"The colloc resource manager: takes training jobs from `colloc submit`, packs\n"
+	"them onto shared GPUs by their memory need, recovers jobs that die of GPU\n"
+	"out-of-memory, and keeps every job in a SQLite database so that none is lost\n"
+	"across restarts. Runs in the foreground and logs to stderr; stopping it\n"
+	"(SIGTERM, Ctrl-C) leaves running jobs running under their supervisors, and\n"
+	"the next collocd adopts them.\n"
 	"\n"
-	"Options (each overrides the config file):\n"
+	"Options (each overrides the config file; --opt VALUE and --opt=VALUE both "
+	"work):\n"
 	"  --gpus SPEC          GPUs to manage: auto (default: NVIDIA's GPUs through\n"
-	"                       NVML when the driver is there, else sim:4x40GiB),\n"
-	"                       nvml, sim:4x40GiB, sim:2x24GiB,path=FILE\n"
+	"                       NVML; without a usable NVML collocd refuses to start\n"
+	"                       unless allow_sim = true, then sim:4x40GiB), nvml,\n"
+	"                       sim:4x40GiB, sim:2x24GiB,path=FILE, auto:SPEC (NVML,\n"
+	"                       else SPEC). Simulated GPUs without path= live in\n"
+	"                       STATE_DIR/gpus.sim (or $COLLOC_SIM_STATE)\n"
 	"  --socket PATH        API socket (default $XDG_RUNTIME_DIR/collocd.sock,\n"
 	"                       /tmp/collocd-UID.sock; /run/collocd.sock as root)\n"
 	"  --db PATH            job database (default STATE_DIR/collocd.db)\n"
 	"  --state-dir DIR      logs/ and status/ (default $XDG_STATE_HOME/collocd,\n"
 	"                       ~/.local/state/collocd; /var/lib/collocd as root)\n"
-	"  --config FILE        config file, `key = value` lines "
-	"(docs/collocd-config.md)\n"
-	"  --policy P           exclusive, round-robin, most-free-memory, "
-	"least-utilized,\n"
-	"                       estimate-aware (default)\n"
-	"  --set KEY=VALUE      any config key, e.g. --set headroom=1GiB\n"
-	"  --print-config       print the resulting configuration and exit\n"
-	"  -h, --help           this help;  --version  the version\n"
+	"  --config FILE        config file, `key = value` lines (collocd.conf(5),\n"
+	"                       docs/collocd-config.md); default " CD_CONFIG_DEFAULT_PATH
 	"\n"
-	"Exit status: 0 after a clean stop, 1 when it cannot start (the reason is "
-	"printed),\n"
-	"2 for a bad command line or config file.\n"
-	"API: docs/api.md.  Configuration: docs/collocd-config.md.  Guide: "
-	"docs/collocd.md.\n";
+	"                       when it exists\n"
+	"  --no-config          read no config file, not even the default one\n"
+	"  --policy P           exclusive, round-robin, most-free-memory,\n"
+	"                       least-utilized, estimate-aware (default)\n"
+	"  --set KEY=VALUE      any config key, e.g. --set headroom=1GiB or\n"
+	"                       --set allow_sim=true\n"
+	"  --print-config       print the resulting configuration and exit\n"
+	"  -h, --help           this help\n"
+	"  --version            the version\n"
+	"\n"
+	"Signals: SIGTERM and SIGINT stop collocd; running jobs continue.\n"
+	"\n"
+	"Exit status: 0 after a clean stop, 1 when it cannot start (the reason is\n"
+	"printed), 2 for a bad command line or config file.\n"
+	"API: docs/api.md.  Configuration: collocd.conf(5), docs/collocd-config.md.\n"
+	"Guide: docs/collocd.md; running it as a service: docs/install.md.\n";
 
 static void log_line(const char *line)
 {
@@ -86,70 +95,170 @@ static int lock_state_dir(const char *dir)
 	return fd;
 }
 
-int main(int argc, char **argv)
+/* collocd's options (getopt_long: --opt VALUE, --opt=VALUE, unique
+ * prefixes); option_key() gives the config key of those that set one. */
+enum {
+	OPT_GPUS = 256,
+	OPT_SOCKET,
+	OPT_DB,
+	OPT_STATE_DIR,
+	OPT_POLICY,
+	OPT_CONFIG,
+	OPT_NO_CONFIG,
+	OPT_SET,
+	OPT_PRINT,
+	OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+	{"gpus", required_argument, NULL, OPT_GPUS},
+	{"socket", required_argument, NULL, OPT_SOCKET},
+	{"db", required_argument, NULL, OPT_DB},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"policy", required_argument, NULL, OPT_POLICY},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"no-config", no_argument, NULL, OPT_NO_CONFIG},
+	{"set", required_argument, NULL, OPT_SET},
+	{"print-config", no_argument, NULL, OPT_PRINT},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* The config key an option sets, or NULL. */
+static const char *option_key(int opt)
+{
+	switch (opt) {
+	case OPT_GPUS:
+		return "gpus";
+	case OPT_SOCKET:
+		return "socket";
+	case OPT_DB:
+		return "db";
+	case OPT_STATE_DIR:
+		return "state_dir";
+	case OPT_POLICY:
+		return "policy";
+	default:
+		return NULL;
+	}
+}
+
+/* The long option whose value is opt. */
+static const char *option_name(int opt)
+{
+	for (size_t k = 0; long_opts[k].name; k++)
+		if (long_opts[k].val == opt)
+			return long_opts[k].name;
+	return "?";
+}
+
+/* Why getopt_long stopped at argv[optind - 1]; exit status 2. */
+static int bad_option(int argc, char **argv)
+{
+	const char *a = optind - 1 < argc ? argv[optind - 1] : "";
+
+	if (optopt && optopt != '?' && optopt < 256)
+		fprintf(stderr,
+			"collocd: error: unknown option '-%c' (see collocd --help)\n",
+			optopt);
+	else if (strncmp(a, "--", 2) == 0 && !strchr(a, '='))
+		fprintf(stderr,
+			"collocd: error: unknown option '%s', or it needs a value (see "
+			"collocd --help)\n",
+			a);
+	else
+		fprintf(stderr, "collocd: error: bad option '%s' (see collocd --help)\n",
+			a);
+	return 2;
+}
+
+/*
+ * The config file: --config FILE (must exist), else the default one when it
+ * exists; --no-config: none. Reads it into cfg before any option is
+ * applied, so that options override it wherever they are. Returns 0, 1
+ * (--help/--version printed) or the exit status 2.
+ */
+static int load_config(int argc, char **argv, struct cd_config *cfg, const char **read)
 {
 	struct colloc_diag diag = {{0}};
-	struct cd_config cfg;
-	struct cd_daemon *d = NULL;
-	const char *config_path = NULL;
-	bool print = false;
-	int rc, lock;
+	const char *path = NULL;
+	bool none = false;
+	int c;
 
-	cd_config_defaults(&cfg);
-	/* The config file first, so that options override it wherever they
-	 * are on the command line. */
-	for (int k = 1; k < argc; k++)
-		if (strcmp(argv[k], "--config") == 0 && k + 1 < argc)
-			config_path = argv[k + 1];
-	if (config_path && cd_config_load(&cfg, config_path, &diag) != 0) {
-		fprintf(stderr, "collocd: error: %s\n", diag.msg);
+	*read = NULL;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (c == OPT_VERSION) {
+			printf("collocd %s\n", COLLOC_VERSION);
+			return 1;
+		}
+		if (c == OPT_CONFIG)
+			path = optarg;
+		if (c == OPT_NO_CONFIG)
+			none = true;
+		if (c == '?' || c == ':')
+			return bad_option(argc, argv);
+	}
+	if (optind != argc) {
+		fprintf(stderr,
+			"collocd: error: unexpected argument '%s' (collocd takes options "
+			"only; see collocd --help)\n",
+			argv[optind]);
 		return 2;
 	}
-	for (int k = 1; k < argc; k++) {
-		const char *a = argv[k];
-		static const char *const map[][2] = {
-			{"--gpus", "gpus"},	{"--socket", "socket"},
-			{"--db", "db"},		{"--state-dir", "state_dir"},
-			{"--policy", "policy"},
-		};
-		bool done = false;
+	if (path && none) {
+		fprintf(stderr, "collocd: error: --config and --no-config: choose one\n");
+		return 2;
+	}
+	if (none)
+		return 0;
+	if (!path) {
+		/* The default file is optional; one that exists but cannot be
+		 * read is an error, not a silent change of configuration. */
+		if (access(CD_CONFIG_DEFAULT_PATH, F_OK) != 0)
+			return 0;
+		path = CD_CONFIG_DEFAULT_PATH;
+	}
+	if (cd_config_load(cfg, path, &diag) != 0) {
+		fprintf(stderr, "collocd: error: %s%s\n", diag.msg,
+			strcmp(path, CD_CONFIG_DEFAULT_PATH) == 0
+				? " (the default config file; --config FILE or "
+				  "--no-config to use another or none)"
+				: "");
+		return 2;
+	}
+	*read = path;
+	return 0;
+}
 
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage, stdout);
-			return 0;
-		}
-		if (strcmp(a, "--version") == 0) {
-			printf("collocd %s\n", COLLOC_VERSION);
-			return 0;
-		}
-		if (strcmp(a, "--print-config") == 0) {
-			print = true;
-			continue;
-		}
-		if (strcmp(a, "--config") == 0) {
-			k++;
-			continue;
-		}
-		for (size_t m = 0; m < sizeof(map) / sizeof(map[0]) && !done; m++) {
-			if (strcmp(a, map[m][0]) != 0)
-				continue;
-			if (k + 1 >= argc) {
-				fprintf(stderr, "collocd: error: %s needs a value\n", a);
+/* Apply the options other than --config to cfg. Returns 0 or exit status 2. */
+static int apply_options(int argc, char **argv, struct cd_config *cfg, bool *print)
+{
+	struct colloc_diag diag = {{0}};
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", long_opts, NULL)) != -1) {
+		const char *key = option_key(c);
+
+		if (key) {
+			if (cd_config_set(cfg, key, optarg, &diag)) {
+				fprintf(stderr, "collocd: error: --%s: %s\n",
+					option_name(c), diag.msg);
 				return 2;
 			}
-			if (cd_config_set(&cfg, map[m][1], argv[++k], &diag)) {
-				fprintf(stderr, "collocd: error: %s: %s\n", a, diag.msg);
-				return 2;
-			}
-			done = true;
-		}
-		if (done)
-			continue;
-		if (strcmp(a, "--set") == 0 && k + 1 < argc) {
+		} else if (c == OPT_SET) {
 			char kv[CD_PATH_MAX + 64];
 			char *eq;
 
-			snprintf(kv, sizeof(kv), "%s", argv[++k]);
+			snprintf(kv, sizeof(kv), "%s", optarg);
 			eq = strchr(kv, '=');
 			if (!eq) {
 				fprintf(stderr,
@@ -159,19 +268,80 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			*eq = '\0';
-			if (cd_config_set(&cfg, kv, eq + 1, &diag)) {
+			if (cd_config_set(cfg, kv, eq + 1, &diag)) {
 				fprintf(stderr, "collocd: error: --set %s: %s\n", kv,
 					diag.msg);
 				return 2;
 			}
-			continue;
+		} else if (c == OPT_PRINT) {
+			*print = true;
 		}
-		fprintf(stderr,
-			"collocd: error: unknown option '%s' (see collocd --help)\n", a);
-		return 2;
 	}
-	if (print)
+	return 0;
+}
+
+/*
+ * Decide what "gpus" means before the daemon opens it (config.h,
+ * cd_config_resolve_gpus): "auto" is probed here so that a machine whose
+ * NVML is broken is refused with the reason instead of being served
+ * simulated GPUs. Returns 0 or exit status 1.
+ */
+static int resolve_gpus(struct cd_config *cfg)
+{
+	struct colloc_diag diag = {{0}}, why = {{0}};
+	char note[COLLOC_DIAG_MAX + CD_PATH_MAX];
+	char line[COLLOC_DIAG_MAX];
+	bool nvml_ok = false;
+
+	if (cd_config_gpus_is_auto(cfg->gpus)) {
+		struct colloc_gpu *gpu = NULL;
+		unsigned n = 0;
+
+		if (colloc_gpu_open("nvml", &gpu, &why) == 0) {
+			if (colloc_gpu_count(gpu, &n, &why) == 0 && n == 0)
+				colloc_diag_printf(&why, "NVML sees no GPU");
+			nvml_ok = n > 0;
+			if (nvml_ok)
+				colloc_gpu_describe(gpu, line, sizeof(line));
+			colloc_gpu_close(gpu);
+		}
+	}
+	if (cd_config_resolve_gpus(cfg, nvml_ok, why.msg, note, sizeof(note), &diag)) {
+		fprintf(stderr, "collocd: error: %s\n", diag.msg);
+		return 1;
+	}
+	if (note[0])
+		log_line(note);
+	if (nvml_ok)
+		log_line(line);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_config cfg;
+	struct cd_daemon *d = NULL;
+	const char *config_read = NULL;
+	bool print = false;
+	int rc, lock;
+
+	cd_config_defaults(&cfg);
+	rc = load_config(argc, argv, &cfg, &config_read);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if ((rc = apply_options(argc, argv, &cfg, &print)))
+		return rc;
+	if (print) {
+		printf("# config file: %s\n", config_read ? config_read : "none");
 		return cd_config_write(&cfg, stdout) ? 1 : 0;
+	}
+	if (config_read) {
+		char line[CD_PATH_MAX + 32];
+
+		snprintf(line, sizeof(line), "config %s", config_read);
+		log_line(line);
+	}
 	rc = colloc__mkdir_p(cfg.state_dir, 0755, NULL);
 	if (rc != 0) {
 		fprintf(stderr, "collocd: error: cannot create %s: %s\n", cfg.state_dir,
@@ -181,6 +351,10 @@ int main(int argc, char **argv)
 	lock = lock_state_dir(cfg.state_dir);
 	if (lock < 0)
 		return 1;
+	if (resolve_gpus(&cfg)) {
+		close(lock);
+		return 1;
+	}
 	if (cd_daemon_create(&cfg, cd_now_read(), log_line, &d, &diag) != 0) {
 		fprintf(stderr, "collocd: error: %s\n", diag.msg);
 		close(lock);

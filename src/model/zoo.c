@@ -1,11 +1,14 @@
 /*
- * zoo.c — locate bundled model graphs (see colloc/zoo.h).
+ * zoo.c — locate bundled model graphs and the data directory (see
+ * colloc/zoo.h).
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "colloc/zoo.h"
 
 #include "common/files.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,16 +24,59 @@ static bool is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* True when path is dir or lies below it (both absolute, no "..", as
+ * realpath() and /proc/self/exe give them). */
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n > 0 && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/*
+ * The data directory for the running binary into out[0..len): the
+ * checkout's data/ when the binary lies in the build tree it was configured
+ * in, else COLLOC_BIN_TO_DATA next to the binary's directory (an install
+ * under any prefix: PREFIX/bin/colloc -> PREFIX/share/colloc), else the
+ * configure-time install path. /proc/self/exe, not argv[0]: a binary found
+ * through $PATH or a symlink still knows where it really is.
+ */
+static void find_data_dir(char *out, size_t len)
+{
+	char exe[PATH_MAX], build[PATH_MAX], cand[PATH_MAX + 64], real[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		if (realpath(COLLOC_BUILD_DIR, build) && path_under(exe, build) &&
+		    is_dir(COLLOC_SOURCE_DATADIR "/zoo")) {
+			snprintf(out, len, "%s", COLLOC_SOURCE_DATADIR);
+			return;
+		}
+		snprintf(cand, sizeof(cand), "%s/%s", exe, COLLOC_BIN_TO_DATA);
+		if (is_dir(cand) && realpath(cand, real)) {
+			snprintf(out, len, "%s", real);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", COLLOC_INSTALL_DATADIR);
+}
+
 const char *colloc_data_dir(void)
 {
+	static char found[PATH_MAX];
 	const char *env = getenv("COLLOC_DATA_DIR");
 
 	if (env && *env)
 		return env;
-	/* A build tree uses the checkout's data; an install uses share/. */
-	if (is_dir(COLLOC_SOURCE_DATADIR "/zoo"))
-		return COLLOC_SOURCE_DATADIR;
-	return COLLOC_INSTALL_DATADIR;
+	/* Worked out once: the binary does not move while it runs. */
+	if (!found[0])
+		find_data_dir(found, sizeof(found));
+	return found;
 }
 
 static bool zoo_name_ok(const char *s)
