@@ -215,6 +215,106 @@ static int get_string_array(const cJSON *obj, const char *key, int max, bool env
 	return 0;
 }
 
+bool cd_api_utf8_ok(const char *s, size_t n, size_t *bad)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = u[i];
+		size_t len;
+		uint32_t cp, min;
+
+		if (c == 0)
+			goto fail;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0)
+			len = 2, cp = c & 0x1f, min = 0x80;
+		else if ((c & 0xf0) == 0xe0)
+			len = 3, cp = c & 0x0f, min = 0x800;
+		else if ((c & 0xf8) == 0xf0)
+			len = 4, cp = c & 0x07, min = 0x10000;
+		else
+			goto fail;
+		if (n - i < len)
+			goto fail;
+		for (size_t k = 1; k < len; k++) {
+			if ((u[i + k] & 0xc0) != 0x80)
+				goto fail;
+			cp = (cp << 6) | (u[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			goto fail;
+		i += len;
+	}
+	return true;
+fail:
+	if (bad)
+		*bad = i;
+	return false;
+}
+
+/* The 4 hex digits at s[i..i+3] (i + 4 <= n) as a number, or -1. */
+static long hex4(const char *s, size_t n, size_t i)
+{
+	long v = 0;
+
+	if (i + 4 > n)
+		return -1;
+	for (size_t k = i; k < i + 4; k++) {
+		char h = s[k];
+
+		v <<= 4;
+		if (h >= '0' && h <= '9')
+			v |= h - '0';
+		else if (h >= 'a' && h <= 'f')
+			v |= h - 'a' + 10;
+		else if (h >= 'A' && h <= 'F')
+			v |= h - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * A \u escape in the raw JSON that decodes to NUL or to half a surrogate
+ * pair: cJSON would cut the string there, or write what is not UTF-8.
+ * Returns the offset of its backslash, or (size_t)-1 when there is none.
+ * (Escapes cJSON rejects anyway are left to it.)
+ */
+static size_t bad_escape(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		long v, w;
+
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] != 'u') {
+			i++; /* an escaped character, perhaps a backslash */
+			continue;
+		}
+		v = hex4(s, n, i + 2);
+		if (v < 0)
+			continue;
+		if (v == 0 || (v >= 0xdc00 && v <= 0xdfff))
+			return i;
+		if (v >= 0xd800 && v <= 0xdbff) { /* a low half must follow */
+			w = i + 7 < n && s[i + 6] == '\\' && s[i + 7] == 'u'
+				    ? hex4(s, n, i + 8)
+				    : -1;
+			if (w < 0xdc00 || w > 0xdfff)
+				return i;
+			i += 6;
+		}
+		i += 5;
+	}
+	return (size_t)-1;
+}
+
 static const char *const submit_fields[] = {
 	"argv",	      "env",  "cwd",	    "name",  "gpus",	  "priority", "mem_bytes",
 	"mem_source", "util", "util_graph", "model", "exclusive", NULL,
@@ -311,9 +411,35 @@ int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 	if (len > CD_API_BODY_MAX)
 		return colloc_diag_set(diag, COLLOC_ELIMIT, "body over %u bytes",
 				       CD_API_BODY_MAX);
-	root = cJSON_ParseWithLength(body, len);
-	if (!root)
-		return colloc_diag_set(diag, COLLOC_EFORMAT, "body is not valid JSON");
+	{
+		size_t bad = 0;
+
+		if (!cd_api_utf8_ok(body, len, &bad))
+			return colloc_diag_set(diag, COLLOC_EFORMAT,
+					       "body is not UTF-8 (byte %zu)", bad);
+		if ((bad = bad_escape(body, len)) != (size_t)-1)
+			return colloc_diag_set(diag, COLLOC_EFORMAT,
+					       "byte %zu: a \\u escape of NUL or of half "
+					       "a surrogate pair",
+					       bad);
+	}
+	{
+		const char *end = NULL;
+
+		root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+		if (!root)
+			return colloc_diag_set(diag, COLLOC_EFORMAT,
+					       "body is not valid JSON");
+		while (end && end < body + len &&
+		       (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+			end++;
+		if (end && end < body + len && *end != '\0') {
+			rc = colloc_diag_set(diag, COLLOC_EFORMAT,
+					     "bytes after the JSON object (at byte %zu)",
+					     (size_t)(end - body));
+			goto out;
+		}
+	}
 	if (!cJSON_IsObject(root)) {
 		rc = colloc_diag_set(diag, COLLOC_EFORMAT, "body must be a JSON object");
 		goto out;
@@ -330,6 +456,15 @@ int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 					     it->string ? it->string : "");
 			goto out;
 		}
+		/* JSON allows a name twice; which one wins is the parser's
+		 * choice, so a request that says two things is refused. */
+		for (const cJSON *o = it->next; o; o = o->next)
+			if (o->string && strcmp(o->string, it->string) == 0) {
+				rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+						     "field '%s' given twice",
+						     it->string);
+				goto out;
+			}
 	}
 	if ((rc = get_string_array(root, "argv", API_MAX_ARGS, false, &req->argv_json,
 				   diag)) ||
@@ -639,18 +774,43 @@ static void handle_stats(struct cd_daemon *d, struct cd_api_response *r)
 	set_json(r, 200, o);
 }
 
+/* 1..64 of [A-Za-z0-9._:-] (docs/api.md). */
+static bool idem_key_ok(const char *k)
+{
+	size_t n = strlen(k);
+
+	if (n == 0 || n >= CD_IDEM_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
+		      (k[i] >= '0' && k[i] <= '9') || k[i] == '.' || k[i] == '_' ||
+		      k[i] == ':' || k[i] == '-'))
+			return false;
+	return true;
+}
+
 static void handle_submit(struct cd_daemon *d, const struct cd_peer *peer,
-			  const char *body, size_t len, struct cd_api_response *r)
+			  const char *idem_key, const char *body, size_t len,
+			  struct cd_api_response *r)
 {
 	struct colloc_diag diag = {{0}};
 	struct cd_submit req;
 	struct cd_job job;
 	int rc;
 
+	if (idem_key && !idem_key_ok(idem_key)) {
+		set_error(r, 400,
+			  "header Idempotency-Key: expected 1..%d characters of "
+			  "A-Z a-z 0-9 . _ : -",
+			  CD_IDEM_MAX - 1);
+		return;
+	}
 	if ((rc = cd_api_parse_submit(body, len, &req, &diag))) {
 		set_error(r, status_of(rc), "%s", diag.msg);
 		return;
 	}
+	if (idem_key)
+		snprintf(req.idem_key, sizeof(req.idem_key), "%s", idem_key);
 	if (!d) {
 		set_error(r, 503, "no daemon");
 		cd_submit_fini(&req);
@@ -659,11 +819,12 @@ static void handle_submit(struct cd_daemon *d, const struct cd_peer *peer,
 	cd_job_init(&job);
 	rc = cd_daemon_submit(d, peer, &req, &job, &diag);
 	cd_submit_fini(&req);
-	if (rc) {
+	if (rc < 0) {
 		set_error(r, status_of(rc), "%s", diag.msg);
 		return;
 	}
-	set_json(r, 201, cd_api_job_json(d, &job, 0));
+	/* 200: the job this key already made (a retry), not a new one */
+	set_json(r, rc == CD_SUBMIT_REPLAYED ? 200 : 201, cd_api_job_json(d, &job, 0));
 	cd_job_fini(&job);
 }
 
@@ -915,8 +1076,8 @@ static void handle_history(struct cd_daemon *d, unsigned index, const struct que
 }
 
 void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *method,
-		   const char *url, const char *query, const char *body, size_t len,
-		   struct cd_api_response *resp)
+		   const char *url, const char *query, const struct cd_api_headers *hdr,
+		   const char *body, size_t len, struct cd_api_response *resp)
 {
 	struct colloc_diag diag = {{0}};
 	bool get, post;
@@ -928,6 +1089,10 @@ void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *
 	memset(resp, 0, sizeof(*resp));
 	if (!method || !url) {
 		set_error(resp, 400, "no method or path");
+		return;
+	}
+	if (hdr && hdr->problem) {
+		set_error(resp, 400, "%s", hdr->problem);
 		return;
 	}
 	get = strcmp(method, "GET") == 0;
@@ -971,7 +1136,8 @@ void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *
 	}
 	if (strcmp(url, "/v1/jobs") == 0) {
 		if (post) {
-			handle_submit(d, peer, body, len, resp);
+			handle_submit(d, peer, hdr ? hdr->idempotency_key : NULL, body,
+				      len, resp);
 			return;
 		}
 		if (!get)

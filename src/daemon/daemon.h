@@ -78,6 +78,7 @@ struct cd_submit {
 	char *argv_json; /* owned, normalised JSON array of strings */
 	char *env_json; /* owned */
 	bool exclusive;
+	char idem_key[CD_IDEM_MAX]; /* the client's Idempotency-Key, "" = none */
 };
 
 void cd_submit_fini(struct cd_submit *s);
@@ -115,12 +116,18 @@ bool cd_daemon_may_use(const struct cd_daemon *d, const struct cd_peer *peer);
  * measured mean of earlier runs, then the graph prediction on the scale
  * the scheduler measures: SM activity where DCGM gives it, else NVML
  * utilization; then default_util), commits it with both sources and
- * writes the new record into *job. Returns 0, or a negative code with the
- * reason (a need that no GPU could ever hold is COLLOC_EUSAGE).
+ * writes the new record into *job. Returns 0, CD_SUBMIT_REPLAYED (below),
+ * or a negative code with the reason (a need that no GPU could ever hold is
+ * COLLOC_EUSAGE).
  */
 int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		     const struct cd_submit *req, struct cd_job *job,
 		     struct colloc_diag *diag);
+
+/* cd_daemon_submit()'s answer when req->idem_key names a job peer already
+ * submitted: *job is that job, nothing new is queued (a client's retry of a
+ * submit whose reply it never got). */
+#define CD_SUBMIT_REPLAYED 1
 
 /*
  * Cancel job id on behalf of peer: a queued job at once, a running one

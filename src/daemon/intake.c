@@ -159,6 +159,13 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
 				       "uid %u has no user name: a job cannot run as it",
 				       peer->uid);
+	if (req->idem_key[0]) {
+		rc = cd_store_job_by_idem(d->store, peer->uid, req->idem_key, job, diag);
+		if (rc == 0)
+			return CD_SUBMIT_REPLAYED;
+		if (rc != COLLOC_ENOTFOUND)
+			return rc;
+	}
 	if ((unsigned)req->n_gpus > d->n_gpus)
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
 				       "the job asks for %d GPUs; this server has %u",
@@ -187,6 +194,7 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 	else
 		base_name(req->argv_json, job->name, sizeof(job->name));
 	cd_job_history_key(job->argv_json, job->cwd, job->model, job->key);
+	snprintf(job->idem_key, sizeof(job->idem_key), "%s", req->idem_key);
 	if (cd_store_peak_lookup(d->store, job->key, &hist_peak, &hist_util, NULL) != 0) {
 		hist_peak = 0;
 		hist_util = -1;

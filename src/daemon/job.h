@@ -85,6 +85,7 @@ struct cd_job {
 	char graph_platform[CD_PLATFORM_MAX]; /* the profile it is for */
 	char model[CD_MODEL_MAX]; /* model arguments as given, "" if none */
 	char key[CD_KEY_MAX]; /* history key: same command, cwd, model */
+	char idem_key[CD_IDEM_MAX]; /* the client's idempotency key, "" if none */
 
 	/* What it runs: argv and environment as JSON arrays of strings. */
 	char cwd[CD_PATH_MAX];

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -63,6 +64,60 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	}
 	q->len += (size_t)n;
 	return MHD_YES;
+}
+
+/* What a request's headers say that the API needs, and what is wrong with
+ * them: one Content-Length at most (two that differ are how requests are
+ * smuggled past a proxy), not with Transfer-Encoding, one Idempotency-Key. */
+struct header_scan {
+	int n_length, n_te, n_idem;
+	char length[32];
+	char idem[CD_IDEM_MAX + 1];
+	bool length_conflict, idem_long;
+};
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct header_scan *h = cls;
+
+	(void)kind;
+	if (!key)
+		return MHD_YES;
+	if (!value)
+		value = "";
+	if (strcasecmp(key, "Content-Length") == 0) {
+		if (h->n_length++ && strcmp(h->length, value) != 0)
+			h->length_conflict = true;
+		snprintf(h->length, sizeof(h->length), "%s", value);
+	} else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+		h->n_te++;
+	} else if (strcasecmp(key, "Idempotency-Key") == 0) {
+		h->n_idem++;
+		h->idem_long = strlen(value) >= sizeof(h->idem);
+		snprintf(h->idem, sizeof(h->idem), "%s", value);
+	}
+	return MHD_YES;
+}
+
+static void read_headers(struct MHD_Connection *c, struct header_scan *h,
+			 struct cd_api_headers *out)
+{
+	memset(h, 0, sizeof(*h));
+	memset(out, 0, sizeof(*out));
+	MHD_get_connection_values(c, MHD_HEADER_KIND, scan_header, h);
+	if (h->length_conflict)
+		out->problem = "two different Content-Length headers";
+	else if (h->n_length > 1)
+		out->problem = "Content-Length given twice";
+	else if (h->n_length && h->n_te)
+		out->problem = "both Content-Length and Transfer-Encoding";
+	else if (h->n_idem > 1)
+		out->problem = "Idempotency-Key given twice";
+	else if (h->idem_long)
+		out->problem = "header Idempotency-Key: longer than 64 characters";
+	if (h->n_idem == 1)
+		out->idempotency_key = h->idem;
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *c, struct cd_api_response *r)
@@ -108,9 +163,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	struct cd_peer peer;
+	struct header_scan hs;
+	struct cd_api_headers hdr;
 
 	(void)version;
 	if (!req) {
+		/* Headers that could make libmicrohttpd and a proxy read
+		 * different bodies are refused before any body is read. */
+		read_headers(c, &hs, &hdr);
+		if (hdr.problem) {
+			memset(&peer, 0, sizeof(peer));
+			cd_api_handle(NULL, &peer, method, url, "", &hdr, NULL, 0, &r);
+			return send_response(c, &r);
+		}
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
@@ -159,12 +224,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	peer.gid = cred.gid;
 	peer.pid = cred.pid;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+	read_headers(c, &hs, &hdr);
 	if (req->too_large) {
-		cd_api_handle(d, &peer, method, url, "", NULL, CD_API_BODY_MAX + 1, &r);
+		cd_api_handle(d, &peer, method, url, "", &hdr, NULL, CD_API_BODY_MAX + 1,
+			      &r);
 	} else if (q.overflow) {
-		cd_api_handle(d, &peer, method, url, "x=overlong", NULL, 0, &r);
+		cd_api_handle(d, &peer, method, url, "x=overlong", &hdr, NULL, 0, &r);
 	} else {
-		cd_api_handle(d, &peer, method, url, q.text, req->body, req->len, &r);
+		cd_api_handle(d, &peer, method, url, q.text, &hdr, req->body, req->len,
+			      &r);
 	}
 	return send_response(c, &r);
 }

@@ -23,7 +23,7 @@
 
 #include <sqlite3.h>
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 /* PRAGMA application_id, "Coll": tells a colloc database from any other
  * SQLite file (and lets file(1) name it). */
 #define APPLICATION_ID 0x436f6c6c
@@ -81,8 +81,11 @@ static const char schema_sql[] =
 	" util_source TEXT NOT NULL DEFAULT '',"
 	" graph_gpu_util REAL," /* NULL: no graph prediction */
 	" graph_sm_activity REAL,"
-	" graph_platform TEXT NOT NULL DEFAULT '');"
+	" graph_platform TEXT NOT NULL DEFAULT '',"
+	/* version 3 */
+	" idem_key TEXT);" /* NULL: submitted without an idempotency key */
 	"CREATE INDEX jobs_state ON jobs(state);"
+	"CREATE UNIQUE INDEX jobs_idem ON jobs(uid, idem_key) WHERE idem_key IS NOT NULL;"
 	"CREATE TABLE events ("
 	" seq INTEGER PRIMARY KEY,"
 	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
@@ -99,7 +102,7 @@ static const char schema_sql[] =
 	" ts_ms INTEGER NOT NULL);"
 	"CREATE INDEX peaks_key ON peaks(key, ts_ms, job_id);"
 	"PRAGMA application_id = 1131375724;" /* APPLICATION_ID */
-	"PRAGMA user_version = 2;"; /* SCHEMA_VERSION */
+	"PRAGMA user_version = 3;"; /* SCHEMA_VERSION */
 
 /*
  * migrations[v] turns a version-v database into version v + 1, in the
@@ -119,10 +122,16 @@ static const char *const migrations[] = {
 	      "UPDATE jobs SET util_source = 'unknown';"
 	      "UPDATE peaks SET util_mean = NULL WHERE util_mean = 0;"
 	      "PRAGMA user_version = 2;",
+	/* 2 -> 3: the client's idempotency key, unique per user, so that a
+	 * retried submit finds the job its first try committed. */
+	[2] = "ALTER TABLE jobs ADD COLUMN idem_key TEXT;"
+	      "CREATE UNIQUE INDEX jobs_idem ON jobs(uid, idem_key) "
+	      "WHERE idem_key IS NOT NULL;"
+	      "PRAGMA user_version = 3;",
 };
 
 _Static_assert(APPLICATION_ID == 1131375724, "schema_sql spells APPLICATION_ID");
-_Static_assert(SCHEMA_VERSION == 2, "schema_sql spells SCHEMA_VERSION");
+_Static_assert(SCHEMA_VERSION == 3, "schema_sql spells SCHEMA_VERSION");
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SCHEMA_VERSION,
 	       "one migration per version below SCHEMA_VERSION");
 
@@ -133,11 +142,11 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SCHEMA_VERSION,
 	"n_assigned, gpus, sup_pid, sup_start, job_pgid, peak_bytes, util_mean, "     \
 	"util_samples, cancel_requested, exit_code, term_signal, reason, submit_ms, " \
 	"start_ms, end_ms, util_source, graph_gpu_util, graph_sm_activity, "          \
-	"graph_platform"
+	"graph_platform, idem_key"
 #define JOB_PARAMS                                                                     \
 	"?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, " \
 	"?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, "  \
-	"?33, ?34, ?35, ?36"
+	"?33, ?34, ?35, ?36, ?37"
 
 /* Parameter number in INSERT/UPDATE, and column number in SELECT id, ... */
 enum job_col {
@@ -177,7 +186,8 @@ enum job_col {
 	JC_GRAPH_GPU_UTIL,
 	JC_GRAPH_SM_ACTIVITY,
 	JC_GRAPH_PLATFORM,
-	JC_COUNT_ = JC_GRAPH_PLATFORM
+	JC_IDEM_KEY,
+	JC_COUNT_ = JC_IDEM_KEY
 };
 
 enum stmt_id {
@@ -195,6 +205,7 @@ enum stmt_id {
 	ST_EVENT_LIST,
 	ST_PEAK_RECORD,
 	ST_PEAK_LOOKUP,
+	ST_JOB_BY_IDEM,
 	ST_COUNT_
 };
 
@@ -204,8 +215,10 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES (" JOB_PARAMS ")",
 	[ST_JOB_UPDATE] =
-		"UPDATE jobs SET (" JOB_COLS ") = (" JOB_PARAMS ") WHERE id = ?37",
+		"UPDATE jobs SET (" JOB_COLS ") = (" JOB_PARAMS ") WHERE id = ?38",
 	[ST_JOB_GET] = "SELECT id, " JOB_COLS " FROM jobs WHERE id = ?1",
+	[ST_JOB_BY_IDEM] =
+		"SELECT id, " JOB_COLS " FROM jobs WHERE uid = ?1 AND idem_key = ?2",
 	/* Unbound state parameters are NULL and match nothing. */
 	[ST_JOB_LIST] = "SELECT id, " JOB_COLS " FROM jobs"
 			" WHERE state IN (?1, ?2, ?3, ?4, ?5) AND (?6 < 0 OR uid = ?6)"
@@ -632,6 +645,41 @@ static void store_free(struct cd_store *store)
 	free(store);
 }
 
+/* PRAGMA quick_check: "ok", or the first problems SQLite reports. */
+static int quick_check(struct cd_store *store, struct colloc_diag *diag)
+{
+	sqlite3_stmt *st = NULL;
+	char found[512] = "";
+	size_t off = 0;
+	int src, rows = 0;
+
+	src = sqlite3_prepare_v2(store->db, "PRAGMA quick_check(8)", -1, &st, NULL);
+	if (src != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(store, src, "checking the database", diag);
+	}
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(st, 0);
+
+		if (t && strcmp((const char *)t, "ok") == 0)
+			continue;
+		rows++;
+		if (t && off < sizeof(found) - 1)
+			off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s",
+						off ? "; " : "", (const char *)t);
+	}
+	sqlite3_finalize(st);
+	if (src != SQLITE_DONE)
+		return db_fail(store, src, "checking the database", diag);
+	if (rows)
+		return colloc_diag_set(
+			diag, COLLOC_EFORMAT,
+			"%s: the database is damaged (PRAGMA quick_check: %s); "
+			"restore a backup, or move it aside to start empty",
+			store->path, found);
+	return 0;
+}
+
 int cd_store_open(const char *path, struct cd_store **out, struct colloc_diag *diag)
 {
 	struct cd_store *store;
@@ -686,6 +734,10 @@ int cd_store_open(const char *path, struct cd_store **out, struct colloc_diag *d
 	rc = exec_const(store, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
 			"configuring", diag);
 	if (rc < 0)
+		goto fail_close;
+	/* A damaged file is refused here, with what SQLite found, rather than
+	 * discovered job by job while it runs (issue 14). */
+	if (version > 0 && (rc = quick_check(store, diag)) < 0)
 		goto fail_close;
 	if (version < SCHEMA_VERSION) {
 		rc = upgrade_schema(store, diag);
@@ -859,6 +911,10 @@ static void bind_job(struct binder *b, const struct cd_job *job, const char *gpu
 	bind_opt_double(b, JC_GRAPH_SM_ACTIVITY, job->graph_sm_activity);
 	bind_field(b, JC_GRAPH_PLATFORM, job->graph_platform,
 		   sizeof(job->graph_platform));
+	if (job->idem_key[0])
+		bind_field(b, JC_IDEM_KEY, job->idem_key, sizeof(job->idem_key));
+	else if (b->rc == SQLITE_OK)
+		b->rc = sqlite3_bind_null(b->st, JC_IDEM_KEY);
 }
 
 /* Fill job (cd_job_init()ed) from the current row of SELECT id, JOB_COLS.
@@ -905,6 +961,7 @@ static int read_job(struct cd_store *store, sqlite3_stmt *st, struct cd_job *job
 	job->graph_gpu_util = opt_real_col(st, JC_GRAPH_GPU_UTIL);
 	job->graph_sm_activity = opt_real_col(st, JC_GRAPH_SM_ACTIVITY);
 	copy_col(st, JC_GRAPH_PLATFORM, job->graph_platform, sizeof(job->graph_platform));
+	copy_col(st, JC_IDEM_KEY, job->idem_key, sizeof(job->idem_key));
 
 	/* Rows are only as trustworthy as the file: never index gpus[] or
 	 * the state names with an unchecked value. */
@@ -987,6 +1044,30 @@ int cd_store_job_get(struct cd_store *store, uint64_t id, struct cd_job *job,
 				     store->path, (unsigned long long)id);
 	else
 		rc = db_fail(store, src, "reading a job", diag);
+	stmt_done(st);
+	if (rc < 0)
+		cd_job_fini(job);
+	return rc;
+}
+
+int cd_store_job_by_idem(struct cd_store *store, uint32_t uid, const char *key,
+			 struct cd_job *job, struct colloc_diag *diag)
+{
+	sqlite3_stmt *st = stmt_get(store, ST_JOB_BY_IDEM);
+	struct binder b = {st, SQLITE_OK};
+	int src;
+	int rc;
+
+	cd_job_init(job);
+	bind_i64(&b, 1, uid);
+	bind_text(&b, 2, key, strlen(key));
+	src = b.rc == SQLITE_OK ? sqlite3_step(st) : b.rc;
+	if (src == SQLITE_ROW)
+		rc = read_job(store, st, job, diag);
+	else if (src == SQLITE_DONE)
+		rc = COLLOC_ENOTFOUND;
+	else
+		rc = db_fail(store, src, "reading a job by idempotency key", diag);
 	stmt_done(st);
 	if (rc < 0)
 		cd_job_fini(job);

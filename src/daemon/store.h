@@ -67,6 +67,11 @@ int cd_store_job_update(struct cd_store *store, const struct cd_job *job,
 int cd_store_job_get(struct cd_store *store, uint64_t id, struct cd_job *job,
 		     struct colloc_diag *diag);
 
+/* The job uid submitted with idempotency key key: 0 and *job, or
+ * COLLOC_ENOTFOUND (no diag message) when there is none. */
+int cd_store_job_by_idem(struct cd_store *store, uint32_t uid, const char *key,
+			 struct cd_job *job, struct colloc_diag *diag);
+
 /*
  * Jobs whose state bit (1u << state) is in state_mask and, when uid >= 0,
  * that belong to uid, ordered by id. On success *jobs is a new array of *n

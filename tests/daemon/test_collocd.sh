@@ -91,8 +91,41 @@ check api-history-max test "$(api basic GET '/v1/gpus/0/history?max=1')" = 200
 check api-history-one test "$(grep -o '"time"' "$T/api.out" | wc -l)" = 1
 check api-history-404 test "$(api basic GET /v1/gpus/7/history)" = 404
 check api-history-bad test "$(api basic GET /v1/gpus/x/history)" = 404
+# Strict input: what an admin's JSON tools or a later field could misread is
+# refused, each with a message that says why (issue 14).
+printf '{"argv":["x"],"env":[],"cwd":"/","name":"a\377b"}' >"$T/bad-utf8"
+check api-utf8 test "$(curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/basic.sock" \
+	-X POST --data-binary "@$T/bad-utf8" http://localhost/v1/jobs)" = 400
+check api-utf8-msg grep -q 'not UTF-8 (byte 42)' "$T/api.out"
+check api-trailing test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/"} {"gpus":2}')" = 400
+check api-trailing-msg grep -q 'bytes after the JSON object' "$T/api.out"
+check api-nul test "$(api basic POST /v1/jobs '{"argv":["x\u0000y"],"env":[],"cwd":"/"}')" = 400
+check api-nul-msg grep -q 'escape of NUL' "$T/api.out"
+check api-surrogate test "$(api basic POST /v1/jobs '{"argv":["x\ud800"],"env":[],"cwd":"/"}')" = 400
+check api-twice test "$(api basic POST /v1/jobs '{"argv":["x"],"env":[],"cwd":"/","gpus":1,"gpus":2}')" = 400
+check api-twice-msg grep -q "field 'gpus' given twice" "$T/api.out"
+check api-two-lengths test "$(curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/basic.sock" \
+	-X POST -H 'Content-Length: 34' -H 'Content-Length: 35' \
+	--data-binary '{"argv":["x"],"env":[],"cwd":"/"}' http://localhost/v1/jobs)" = 400
+check api-two-lengths-msg grep -q 'two different Content-Length headers' "$T/api.out"
+check api-bad-key test "$(curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/basic.sock" \
+	-X POST -H 'Idempotency-Key: no spaces' \
+	--data-binary '{"argv":["x"],"env":[],"cwd":"/"}' http://localhost/v1/jobs)" = 400
 after=$(c basic queue --json | grep -o '"id"' | wc -l)
 check api-nothing-changed test "$before" = "$after"
+# An idempotency key: the retry of a submit gets the job the first try made.
+keyed() {
+	curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/basic.sock" -X POST \
+		-H 'Idempotency-Key: run-42' -H 'Content-Type: application/json' \
+		--data-binary '{"argv":["true"],"env":[],"cwd":"/","mem_bytes":1073741824}' \
+		http://localhost/v1/jobs
+}
+check api-key-first test "$(keyed)" = 201
+first=$(field "$(cat "$T/api.out")" id)
+check api-key-retry test "$(keyed)" = 200
+check api-key-same-job test "$(field "$(cat "$T/api.out")" id)" = "$first"
+after=$(c basic queue --json | grep -o '"id"' | wc -l)
+check api-key-one-job test "$after" = $((before + 1))
 stop basic
 
 # --- C. sharing: jobs share a GPU when memory allows, never when not ----------
@@ -269,7 +302,7 @@ EOF
 	check mig-new-id test "$n" = 3
 	check mig-new-source test "$(field "$(c mig show "$n" --json)" util_source)" = default
 	stop mig
-	check mig-version test "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA user_version").fetchone()[0])' "$T/mig.db")" = 2
+	check mig-version test "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA user_version").fetchone()[0])' "$T/mig.db")" = 3
 else
 	echo "skip: schema migration (needs python3 with sqlite3)"
 fi

@@ -42,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		q = strchr(sp, '?');
 		if (q)
 			*q++ = '\0';
-		cd_api_handle(NULL, &peer, line, sp, q ? q : "", body, body_len, &r);
+		cd_api_handle(NULL, &peer, line, sp, q ? q : "", NULL, body, body_len,
+			      &r);
 		if (r.status < 400 || !r.body) /* no daemon: never a success */
 			abort();
 		{

@@ -895,7 +895,7 @@ static void test_file_settings(void **state)
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-	assert_int_equal(sqlite3_column_int(st, 1), 2);
+	assert_int_equal(sqlite3_column_int(st, 1), 3);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
@@ -908,14 +908,14 @@ static void test_newer_version_refused(void **state)
 
 	add_job(store, CD_JOB_QUEUED, 1);
 	cd_store_close(store);
-	raw_exec(f->db, "PRAGMA user_version = 3");
+	raw_exec(f->db, "PRAGMA user_version = 4");
 	store = (struct cd_store *)1;
 	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EUNSUPPORTED);
 	assert_null(store);
 	assert_non_null(strstr(diag.msg, f->db));
-	assert_non_null(strstr(diag.msg, "version 3"));
-	/* Refusing left the file alone: back to version 2, it opens. */
-	raw_exec(f->db, "PRAGMA user_version = 2");
+	assert_non_null(strstr(diag.msg, "version 4"));
+	/* Refusing left the file alone: back to version 3, it opens. */
+	raw_exec(f->db, "PRAGMA user_version = 3");
 	store = open_ok(f->db);
 	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
 	cd_store_close(store);
@@ -1043,6 +1043,69 @@ static void test_damaged_row(void **state)
 	cd_store_close(store);
 }
 
+/* A client's idempotency key finds the job it made, for that user only;
+ * the same key twice for one user is refused by the file itself. */
+static void test_idempotency_key(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	struct cd_job job, got;
+
+	cd_job_init(&job);
+	job.uid = 1000;
+	job.n_gpus = 1;
+	snprintf(job.name, sizeof(job.name), "keyed");
+	snprintf(job.idem_key, sizeof(job.idem_key), "retry-1");
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_int_equal(cd_store_job_by_idem(store, 1000, "retry-1", &got, &diag), 0);
+	assert_int_equal(got.id, job.id);
+	assert_string_equal(got.idem_key, "retry-1");
+	cd_job_fini(&got);
+	assert_int_equal(cd_store_job_by_idem(store, 1001, "retry-1", &got, &diag),
+			 COLLOC_ENOTFOUND);
+	assert_int_equal(cd_store_job_by_idem(store, 1000, "retry-2", &got, &diag),
+			 COLLOC_ENOTFOUND);
+	/* a job without a key is found by none */
+	(void)add_job(store, CD_JOB_QUEUED, 1000);
+	assert_int_equal(cd_store_job_by_idem(store, 1000, "", &got, &diag),
+			 COLLOC_ENOTFOUND);
+	assert_true(cd_store_job_insert(store, &job, &diag) < 0);
+	job.uid = 1001;
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	cd_job_fini(&job);
+	cd_store_close(store);
+}
+
+/* A file whose pages are damaged is refused at open with what SQLite's
+ * quick_check found, instead of answering 500 job by job later. */
+static void test_damaged_file_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	char junk[4096];
+	FILE *fp;
+
+	for (int k = 0; k < 50; k++)
+		(void)add_job(store, CD_JOB_QUEUED, 1000);
+	cd_store_close(store);
+	memset(junk, 0x5a, sizeof(junk));
+	fp = fopen(f->db, "r+b");
+	assert_non_null(fp);
+	/* page 3 onwards: the tables' b-trees, not the header */
+	assert_int_equal(fseek(fp, 2 * 4096, SEEK_SET), 0);
+	assert_int_equal(fwrite(junk, 1, sizeof(junk), fp), sizeof(junk));
+	assert_int_equal(fclose(fp), 0);
+	store = (struct cd_store *)1;
+	assert_true(cd_store_open(f->db, &store, &diag) < 0);
+	assert_null(store);
+	if (!strstr(diag.msg, "damaged") && !strstr(diag.msg, "malformed"))
+		print_error("unexpected message: %s\n", diag.msg);
+	assert_true(strstr(diag.msg, "damaged") || strstr(diag.msg, "malformed"));
+	assert_non_null(strstr(diag.msg, f->db));
+}
+
 /* --- store: migration ------------------------------------------------------- */
 
 /* The schema of version 1 (store.c before the utilization source), as
@@ -1127,7 +1190,7 @@ static void test_migrate_v1(void **state)
 	raw_exec(f->db, schema_v1);
 	raw_exec(f->db, rows_v1);
 	store = open_ok(f->db);
-	assert_int_equal(user_version(f->db), 2);
+	assert_int_equal(user_version(f->db), 3);
 
 	/* The jobs are kept, with the new fields "not recorded". */
 	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), 0);
@@ -1186,7 +1249,7 @@ static void test_migrate_v1(void **state)
 	cd_job_fini(&got);
 	cd_job_fini(&job);
 	cd_store_close(store);
-	assert_int_equal(user_version(f->db), 2);
+	assert_int_equal(user_version(f->db), 3);
 }
 
 /* A migration that fails leaves the file as it was: version 1, rows and
@@ -1212,7 +1275,7 @@ static void test_migrate_failure_leaves_file(void **state)
 					  " WHERE name = 'util_source'"),
 			 0);
 	store = open_ok(f->db);
-	assert_int_equal(user_version(f->db), 2);
+	assert_int_equal(user_version(f->db), 3);
 	cd_store_close(store);
 }
 
@@ -1307,6 +1370,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_row, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_file_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
 	};
 
