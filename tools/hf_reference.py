@@ -6,12 +6,25 @@ Debian's torch has no `transformers`, so the families colloc builds from a confi
 computes them (modeling_gpt2.py, modeling_llama.py / qwen2 / mistral; peft's lora.Linear with
 lora_dropout 0), at the scaled-down sizes of tests/data/hf/*.json. For every configuration and
 setting -- trainable all or LoRA (r 8, alpha 16, peft's default targets), float32 or pure bfloat16
-weights (model.to(torch.bfloat16), adapters kept float32 as peft's autocast_adapter_dtype does) --
-one training step at batch 4, seq 32 is measured and recorded in data/reference/hf_cpu.json:
+weights (model.to(torch.bfloat16), adapters kept float32 as peft's autocast_adapter_dtype does),
+with and without gradient checkpointing -- one training step at batch 4, seq 32 is measured and
+recorded in data/reference/hf_cpu.json:
 
-  config, trainable, precision, batch, seq, torch_version, and the fields of
-  reference_memory.measure_training() (saved_bytes_forward_bool_masks, param_bytes, grad_bytes,
-  optimizer_state, ...), plus trainable_params / frozen_params (numel).
+  config, trainable, precision, gradient_checkpointing, batch, seq, torch_version, and the fields
+  of reference_memory.measure_training() (saved_bytes_forward_bool_masks, param_bytes, grad_bytes,
+  optimizer_state, ...), plus trainable_params / frozen_params (numel) and saved_bytes_forward_cuda:
+  saved_bytes_forward_bool_masks with the layer-norm mean and rstd of half-precision inputs at
+  float32, as CUDA keeps them (the CPU keeps them in the input's dtype), which colloc models.
+
+Gradient checkpointing is what transformers' gradient_checkpointing_enable() does since 4.35:
+torch.utils.checkpoint(layer, *args, use_reentrant=False) around each decoder layer.  Inside a
+checkpointed layer the checkpoint's own saved-tensor hooks replace every saved tensor by a
+placeholder (the outer meter sees none of them); what stays alive for backward is the layer's
+arguments, held by the recomputation's closure.  They are handed to the meter's pack() (so each
+storage counts once, beside what the ops outside the layers save): saved_bytes_forward is then
+the bytes kept for backward.  checkpoint_layer_saved_bytes is what the recomputation of one layer
+keeps again during its backward (the non-checkpointed run's layer-saved bytes / layers), which the
+peak adds.
 
 tests/unit/test_hf.c checks colloc against it. Run:  /usr/bin/python3 tools/hf_reference.py
 """
@@ -24,6 +37,8 @@ import sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
+from torch.utils._pytree import tree_flatten
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_memory  # noqa: E402
@@ -31,6 +46,80 @@ import reference_memory  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny"]
 BATCH, SEQ = 4, 32
+
+_METER = []  # the SavedTensorMeter of the measurement in progress
+
+
+class _Meter(reference_memory.SavedTensorMeter):
+    """reference_memory's meter, findable by the checkpoint wrapper below."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.held = 0  # bytes counted because a checkpoint keeps them
+        self.cuda_stats_extra = 0  # see _Tracker
+        _METER[:] = [self]
+
+    def pack(self, t):
+        ptr, size = reference_memory.storage_of(t)
+        new = ptr and ptr not in self.exclude and ptr not in self.saved
+        if new and ptr in self.ops.half_stats:
+            self.cuda_stats_extra += size // t.element_size() * (4 - t.element_size())
+        return super().pack(t)
+
+    def hold(self, t):
+        before = self.totals()[0]
+        self.pack(t)
+        self.held += self.totals()[0] - before
+
+
+reference_memory.SavedTensorMeter = _Meter
+
+
+class _Tracker(reference_memory.OpTracker):
+    """reference_memory's op tracker, letting torch.utils.checkpoint's recomputation detach a
+    saved wrapped number (the 0.5 of 0.5 * x): under a TorchDispatchMode it reaches Python as a
+    float (the meter's pack() works around the same torch 1.13 quirk in the forward)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        # native_layer_norm's mean and rstd: on the CPU in the input's dtype, on CUDA in float32
+        # (layer_norm_kernel.cu: the accumulate type); their storages when the input is half
+        self.half_stats = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if zoo_reference_op_name(func) == "detach" and args and not isinstance(args[0], torch.Tensor):
+            return torch.tensor(args[0])
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        name = zoo_reference_op_name(func)
+        if name != "bernoulli":
+            # a new storage at a dead mask's address is not a mask (the parent's set of mask
+            # addresses never forgets one, so a reused address was miscounted as a mask)
+            ins = {reference_memory.storage_of(a)[0] for a in tree_flatten((args, kwargs))[0]
+                   if isinstance(a, torch.Tensor)}
+            for o in tree_flatten(out)[0]:
+                if isinstance(o, torch.Tensor) and reference_memory.storage_of(o)[0] not in ins:
+                    self.masks.discard(reference_memory.storage_of(o)[0])
+        if name == "native_layer_norm" and out[1].element_size() < 4:
+            self.half_stats |= {reference_memory.storage_of(x)[0] for x in out[1:3]}
+        return out
+
+
+def zoo_reference_op_name(func):
+    return reference_memory.zoo_reference.op_name(func)
+
+
+reference_memory.OpTracker = _Tracker
+
+
+def run_layer(layer, ckpt, *args):
+    """layer(*args), or torch.utils.checkpoint of it as transformers does (use_reentrant=False);
+    the arguments a checkpoint keeps alive are counted as saved."""
+    if not ckpt or not torch.is_grad_enabled():
+        return layer(*args)
+    for a in args:
+        if isinstance(a, torch.Tensor) and _METER:
+            _METER[0].hold(a)
+    return torch.utils.checkpoint.checkpoint(layer, *args, use_reentrant=False)
 
 
 class LoRALinear(nn.Module):
@@ -104,7 +193,7 @@ class GPT2(nn.Module):
         causal = pos.unsqueeze(0) <= pos.unsqueeze(1)
         x = self.drop(self.wte(ids) + self.wpe(pos))
         for blk in self.blocks:
-            x = blk(x, causal)
+            x = run_layer(blk, self.ckpt, x, causal)
         return F.linear(self.ln_f(x), self.wte.weight)  # tied LM head
 
 
@@ -198,17 +287,18 @@ class Llama(nn.Module):
             cos, sin = emb.cos().to(x.dtype)[:, None], emb.sin().to(x.dtype)[:, None]
             mask = torch.full((t, t), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
         for layer in self.layers:
-            x = layer(x, cos, sin, mask)
+            x = run_layer(layer, self.ckpt, x, cos, sin, mask)
         x = self.norm(x)
         logits = F.linear(x, self.embed_tokens.weight if self.tied else self.lm_head.weight)
         return logits.float()
 
 
-def build(name, trainable, precision):
+def build(name, trainable, precision, ckpt=False):
     with open(os.path.join(ROOT, "tests", "data", "hf", name + ".json")) as f:
         c = json.load(f)
     torch.manual_seed(0)
     model = GPT2(c) if c["model_type"] == "gpt2" else Llama(c)
+    model.ckpt = ckpt
     if precision == "bf16":
         model = model.to(torch.bfloat16)
     if trainable == "lora":
@@ -223,9 +313,10 @@ def main():
     out = {}
     gen = torch.Generator().manual_seed(0)
     for name in CONFIGS:
-        for trainable in ("all", "lora"):
-            for precision in ("fp32", "bf16"):
-                model = build(name, trainable, precision)
+        for trainable, precision, ckpt in [(t, p, k) for k in (False, True)
+                                           for t in ("all", "lora") for p in ("fp32", "bf16")]:
+            if True:
+                model = build(name, trainable, precision, ckpt)
                 ids = torch.randint(0, 512, (BATCH, SEQ), generator=gen)
                 labels = ids[:, 1:].reshape(-1).clone()
 
@@ -233,13 +324,27 @@ def main():
                     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels)
 
                 rec = reference_memory.measure_training(model, (ids,), labels, loss_fn)
+                if ckpt:
+                    rec["checkpoint_held_bytes"] = _METER[0].held
+                # what CUDA saves: bool dropout masks and float32 layer-norm statistics
+                rec["saved_bytes_forward_cuda"] = rec["saved_bytes_forward_bool_masks"] + \
+                    _METER[0].cuda_stats_extra
                 rec = {"config": "tests/data/hf/%s.json" % name, "trainable": trainable,
-                       "precision": precision, "batch": BATCH, "seq": SEQ,
+                       "precision": precision, "gradient_checkpointing": ckpt,
+                       "batch": BATCH, "seq": SEQ,
                        "torch_version": torch.__version__.split("+")[0],
                        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
                        "frozen_params": sum(p.numel() for p in model.parameters() if not p.requires_grad),
                        **rec}
-                key = "%s/%s/%s" % (name, trainable, precision)
+                key = "%s/%s/%s%s" % (name, trainable, precision, "/ckpt" if ckpt else "")
+                if ckpt:
+                    full = out["%s/%s/%s" % (name, trainable, precision)]
+                    # the ops outside the layers save the same either way; what the layers
+                    # saved without checkpointing, per layer, is what a recomputation keeps
+                    layers = len(model.blocks if hasattr(model, "blocks") else model.layers)
+                    outside = rec["saved_bytes_forward_bool_masks"] - rec["checkpoint_held_bytes"]
+                    rec["checkpoint_layer_saved_bytes"] = \
+                        (full["saved_bytes_forward_bool_masks"] - outside) // layers
                 out[key] = rec
                 print(key, rec["saved_bytes_forward_bool_masks"], rec["param_bytes"], file=sys.stderr)
     path = os.path.join(ROOT, "data", "reference", "hf_cpu.json")

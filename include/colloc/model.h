@@ -185,4 +185,20 @@ int colloc_estimate_max_batch(struct colloc_model *m, const struct colloc_model_
 			      const struct colloc_estimate_opts *opts, int64_t *batch,
 			      struct colloc_estimate *at, struct colloc_diag *diag);
 
+/*
+ * Predict one training step of m at the dims it was last inferred at
+ * (colloc_model_infer(), colloc_estimate_model()): colloc_graph_cost() and
+ * colloc_perf_predict() on its graph, plus what the options add that the
+ * graph cannot show. With gradient checkpointing every layer's forward runs
+ * again in backward: its kernel time (the model's forward less the forward
+ * of the same model without its layers) is added to the backward, the
+ * kernel time and the step (a host-bound step is assumed to issue the
+ * recomputation as fast as the GPU runs it), and utilization and
+ * throughput follow. Returns 0 or colloc_perf_predict()'s code.
+ */
+struct colloc_perf;
+struct colloc_perf_opts;
+int colloc_model_perf_predict(struct colloc_model *m, const struct colloc_perf_opts *po,
+			      struct colloc_perf *out, struct colloc_diag *diag);
+
 #endif

@@ -762,7 +762,12 @@ int cmd_estimate(int argc, char **argv)
 		struct colloc_diag pd = {{0}};
 		const char *perr = NULL;
 
-		if (cli_perf_at(g, a.dims.batch, &a.opts, &a.perf, &p, &pd))
+		a.perf.precision = a.opts.precision;
+		a.perf.optimizer = a.opts.optimizer;
+		a.perf.loss = a.opts.loss;
+		a.perf.batch = a.dims.batch;
+		a.perf.platform = a.opts.platform;
+		if (colloc_model_perf_predict(m, &a.perf, &p, &pd))
 			perr = pd.msg;
 		if (a.json)
 			rc = print_json(argv[optind], a.dims.batch, &a, m, &e, &p, perr);

@@ -155,6 +155,14 @@ int colloc_estimate_run(const struct colloc_graph *g,
 			const struct colloc_estimate_opts *opts,
 			struct colloc_estimate *out, struct colloc_diag *diag)
 {
+	return colloc__estimate_run_ext(g, opts, NULL, out, diag);
+}
+
+int colloc__estimate_run_ext(const struct colloc_graph *g,
+			     const struct colloc_estimate_opts *opts,
+			     const struct colloc__estimate_ext *ext,
+			     struct colloc_estimate *out, struct colloc_diag *diag)
+{
 	struct colloc__timeline_result r1, r2;
 	struct colloc_platform def;
 	const struct colloc_platform *plat = opts->platform;
@@ -185,10 +193,20 @@ int colloc_estimate_run(const struct colloc_graph *g,
 	rc = colloc__train_ops(g, opts->precision, plat, tops, diag);
 	if (rc < 0)
 		goto done;
-	rc = colloc__timeline_run(g, tops, opts, plat, 0, &r1);
+	for (int i = 0; ext && i < ext->n_segs; i++)
+		if (ext->seg_first[i] < 0 || ext->seg_end[i] > g->n_nodes ||
+		    ext->seg_first[i] >= ext->seg_end[i] ||
+		    (i > 0 && ext->seg_first[i] < ext->seg_end[i - 1])) {
+			rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+					     "checkpoint region %d (nodes %d..%d) is "
+					     "not inside the graph, in order",
+					     i, ext->seg_first[i], ext->seg_end[i]);
+			goto done;
+		}
+	rc = colloc__timeline_run(g, tops, opts, plat, ext, 0, &r1);
 	if (rc)
 		goto fail;
-	rc = colloc__timeline_run(g, tops, opts, plat, r1.peak_event, &r2);
+	rc = colloc__timeline_run(g, tops, opts, plat, ext, r1.peak_event, &r2);
 	if (rc)
 		goto fail;
 

@@ -92,6 +92,27 @@ void colloc__requires_grad(const struct colloc_graph *g, bool *req);
  * nn.Linear weights). Returns the parameter's tensor index or -1. */
 int colloc__param_source(const struct colloc_graph *g, int t);
 
+/*
+ * What colloc_estimate_run() is not told through the public options
+ * (colloc/estimate.h) and the front door (model.c) knows from the model it
+ * built: which regions of the graph are checkpointed. Zero-initialised =
+ * none.
+ */
+struct colloc__estimate_ext {
+	/* torch.utils.checkpoint regions (one per decoder layer): graph nodes
+	 * [seg_first[i], seg_end[i]), disjoint and in node order. Their
+	 * forward saves nothing but their inputs; backward recomputes each
+	 * region's forward (saving as usual) just before its gradients. */
+	int n_segs;
+	const int *seg_first, *seg_end;
+};
+
+/* colloc_estimate_run() with the extensions above (ext may be NULL). */
+int colloc__estimate_run_ext(const struct colloc_graph *g,
+			     const struct colloc_estimate_opts *opts,
+			     const struct colloc__estimate_ext *ext,
+			     struct colloc_estimate *out, struct colloc_diag *diag);
+
 /* Optimizer state per parameter, in parameter sizes (GPU tensors only:
  * Adam's and Adagrad's scalar `step` live on the CPU unless capturable). */
 int colloc__optimizer_state_factor(int optimizer);

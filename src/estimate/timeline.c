@@ -64,6 +64,15 @@ struct tl {
 	int *wcast; /* parameter -> its autocast (half) copy, -1 if none */
 	bool amp; /* torch.autocast to fp16/bf16 */
 
+	/* Gradient checkpointing (colloc__estimate_ext): the region of each
+	 * node (-1: none), the storages each region holds for its backward
+	 * (its inputs: hold[hold_at[r]..hold_at[r + 1]) while alive), and
+	 * whether save() keeps nothing (a region's first forward). */
+	const struct colloc__estimate_ext *ext;
+	int *seg_of;
+	int *hold, *hold_at, *hold_n;
+	bool nosave;
+
 	uint64_t kind_bytes[COLLOC_MEM_KIND_COUNT_];
 	uint64_t saved_bytes; /* saved-for-backward total of the last forward */
 	int cublas; /* storage of the cuBLAS workspace, or -1 */
@@ -276,7 +285,7 @@ static void save(struct tl *t, int node, int s)
 {
 	int k;
 
-	if (s < 0 || t->stopped)
+	if (s < 0 || t->stopped || t->nosave)
 		return;
 	if (t->st[s].kind == COLLOC_MEM_PARAM)
 		return; /* parameters and buffers are not activations */
@@ -606,6 +615,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 		if (rc)
 			return rc;
 		save(t, tp->node, s);
+		st_release(t, s); /* a checkpointed forward keeps none */
 	}
 
 	/* Inputs are used once more: drop the forward references. */
@@ -741,6 +751,146 @@ static int run_backward_op(struct tl *t, const struct colloc__top *tp)
 	}
 	t->saved[tp->node][0] = -1;
 	return 0;
+}
+
+/* --- gradient checkpointing ------------------------------------------------ */
+
+/*
+ * torch.utils.checkpoint(layer, *args, use_reentrant=False), as Hugging
+ * Face's gradient_checkpointing_enable() wraps each decoder layer: inside
+ * the region the saved-tensor hooks keep a placeholder instead of each
+ * tensor autograd saves (so the forward keeps nothing), the arguments stay
+ * alive in the recomputation's closure, and the first backward node of the
+ * region that unpacks a placeholder re-runs the region's forward with the
+ * real tensors kept; each is freed as its backward node runs. The
+ * recomputation's outputs themselves are dropped.
+ */
+static int seg_setup(struct tl *t)
+{
+	const struct colloc_graph *g = t->g;
+	const struct colloc__estimate_ext *x = t->ext;
+	size_t cap = 1;
+	int off = 0;
+
+	if (!x || x->n_segs <= 0)
+		return 0;
+	t->seg_of = malloc(((size_t)g->n_nodes + 1) * sizeof(*t->seg_of));
+	t->hold_at = malloc(((size_t)x->n_segs + 1) * sizeof(*t->hold_at));
+	t->hold_n = calloc((size_t)x->n_segs + 1, sizeof(*t->hold_n));
+	if (!t->seg_of || !t->hold_at || !t->hold_n)
+		return -ENOMEM;
+	for (int k = 0; k < g->n_nodes; k++) {
+		t->seg_of[k] = -1;
+		cap += (size_t)g->nodes[k].n_inputs;
+	}
+	for (int i = 0; i < x->n_segs; i++) {
+		t->hold_at[i] = off;
+		for (int k = x->seg_first[i]; k < x->seg_end[i]; k++) {
+			t->seg_of[k] = i;
+			off += g->nodes[k].n_inputs;
+		}
+	}
+	t->hold_at[x->n_segs] = off;
+	t->hold = malloc(2 * cap * sizeof(*t->hold));
+	return t->hold ? 0 : -ENOMEM;
+}
+
+/* A tensor the replay folds away (shape arithmetic on constants: the
+ * causal mask) is still computed on the GPU once per forward by the model;
+ * a checkpoint's closure keeps it, so it is given its storage. */
+static int materialise(struct tl *t, int x, int *s)
+{
+	const struct colloc_tensor *v = T(t, x);
+	int rc;
+
+	*s = -1;
+	if (v->producer < 0 || colloc_tensor_numel(v) <= 1 ||
+	    !(colloc_dtype_is_float(v->dtype) || v->dtype == COLLOC_DT_BOOL))
+		return 0;
+	contiguous(v, t->strides[x]);
+	rc = st_new(t, tbytes(t, x), COLLOC_MEM_ACTIVATION, v->producer, ROLE_OUT,
+		    &t->tstor[x]);
+	*s = t->tstor[x];
+	return rc;
+}
+
+/* Entering region r in the forward: keep what it reads from outside. */
+static int seg_hold(struct tl *t, int r)
+{
+	const struct colloc_graph *g = t->g;
+	int first = t->ext->seg_first[r], *h = t->hold + t->hold_at[r], rc;
+
+	t->hold_n[r] = 0;
+	for (int k = first; k < t->ext->seg_end[r]; k++)
+		for (int i = 0; i < g->nodes[k].n_inputs; i++) {
+			int x = g->nodes[k].inputs[i], s, j;
+
+			if (x < 0 || g->tensors[x].producer >= first)
+				continue;
+			s = t->tstor[x];
+			if (s < 0 && g->tensors[x].role != COLLOC_TENSOR_INITIALIZER &&
+			    (rc = materialise(t, x, &s)))
+				return rc;
+			if (s < 0 || t->st[s].kind == COLLOC_MEM_PARAM || !t->st[s].alive)
+				continue;
+			for (j = 0; j < t->hold_n[r] && h[j] != s; j++)
+				;
+			if (j < t->hold_n[r])
+				continue;
+			h[t->hold_n[r]++] = s;
+			t->st[s].savers++;
+			if (!t->st[s].counted && t->st[s].role != NULL &&
+			    strcmp(t->st[s].role, "input") != 0) {
+				t->st[s].counted = true;
+				t->saved_bytes += t->st[s].bytes;
+			}
+		}
+	return 0;
+}
+
+/* Backward reaches region r: run its forward again, saving. */
+static int seg_recompute(struct tl *t, int r)
+{
+	const struct colloc_graph *g = t->g;
+	int *h = t->hold + t->hold_at[r];
+	int *refs = t->hold + t->hold_at[t->ext->n_segs] + 1; /* scratch half */
+	int from = t->n_st, rc;
+
+	/* the inputs' forward references are the first forward's */
+	for (int j = 0; j < t->hold_n[r]; j++)
+		refs[j] = t->st[h[j]].refs;
+	t->nosave = false;
+	for (int k = t->ext->seg_first[r]; k < t->ext->seg_end[r] && !t->stopped; k++) {
+		if (t->tops[k].fwd == FWD_SKIP)
+			continue;
+		if ((rc = run_forward_op(t, &t->tops[k])))
+			return rc;
+	}
+	for (int j = 0; j < t->hold_n[r]; j++)
+		t->st[h[j]].refs = refs[j];
+	/* The autocast cache of the recomputation goes with it, and so does
+	 * every output nothing saved. */
+	for (int i = 0; i < g->n_tensors; i++)
+		if (t->wcast[i] >= from)
+			t->wcast[i] = -1;
+	for (int i = from; i < t->n_st; i++)
+		if (t->st[i].alive && i != t->cublas) {
+			t->st[i].refs = 0;
+			st_release(t, i);
+		}
+	return 0;
+}
+
+/* Region r's backward is done: its inputs are no longer held. */
+static void seg_release(struct tl *t, int r)
+{
+	const int *h = t->hold + t->hold_at[r];
+
+	for (int j = 0; j < t->hold_n[r]; j++) {
+		t->st[h[j]].savers--;
+		st_release(t, h[j]);
+	}
+	t->hold_n[r] = 0;
 }
 
 /* --- the loop ------------------------------------------------------------- */
@@ -1010,7 +1160,8 @@ static int run_step(struct tl *t, int iter)
 
 int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top *tops,
 			 const struct colloc_estimate_opts *opts,
-			 const struct colloc_platform *plat, uint64_t stop_at,
+			 const struct colloc_platform *plat,
+			 const struct colloc__estimate_ext *ext, uint64_t stop_at,
 			 struct colloc__timeline_result *res)
 {
 	struct tl t;
@@ -1025,6 +1176,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.tops = tops;
 	t.opts = opts;
 	t.plat = plat;
+	t.ext = ext;
 	t.cublas = -1;
 	t.stop_at = stop_at;
 	t.peak_node = -1;
@@ -1051,7 +1203,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 		t.saved[k][0] = -1;
 	for (int k = 0; k < n_in; k++)
 		prev_in[k] = -1;
-	if ((rc = colloc_alloc_sim_create(0, &t.sim)))
+	if ((rc = seg_setup(&t)) || (rc = colloc_alloc_sim_create(0, &t.sim)))
 		goto out;
 	compute_uses_and_req(&t);
 
@@ -1139,12 +1291,21 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			prev_labels = s;
 		}
 		for (int k = 0; k < g->n_nodes && !t.stopped; k++) {
+			if (t.seg_of) {
+				int r = t.seg_of[k];
+
+				t.nosave = r >= 0;
+				if (r >= 0 && k == ext->seg_first[r] &&
+				    (rc = seg_hold(&t, r)))
+					goto out;
+			}
 			if (tops[k].fwd == FWD_SKIP)
 				continue;
 			rc = run_forward_op(&t, &tops[k]);
 			if (rc)
 				goto out;
 		}
+		t.nosave = false;
 		/* out = model(x): the new logits replace the old ones. */
 		if (g->n_outputs > 0 && t.tstor[g->outputs[0]] >= 0)
 			t.st[t.tstor[g->outputs[0]]].refs++;
@@ -1184,11 +1345,16 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 		for (int o = 1; o < g->n_outputs; o++)
 			t.grad[g->outputs[o]] = -1;
 		for (int k = g->n_nodes - 1; k >= 0 && !t.stopped; k--) {
-			if (tops[k].fwd == FWD_SKIP)
-				continue;
-			rc = run_backward_op(&t, &tops[k]);
-			if (rc)
+			int r = t.seg_of ? t.seg_of[k] : -1;
+
+			if (r >= 0 && k == ext->seg_end[r] - 1 &&
+			    (rc = seg_recompute(&t, r)))
 				goto out;
+			if (tops[k].fwd != FWD_SKIP &&
+			    (rc = run_backward_op(&t, &tops[k])))
+				goto out;
+			if (r >= 0 && k == ext->seg_first[r])
+				seg_release(&t, r);
 		}
 		/* Anything still holding a gradient (unused branches) is freed
 		 * when backward returns. */
@@ -1265,6 +1431,10 @@ out:
 	free(t.saved);
 	free(t.esz);
 	free(t.wcast);
+	free(t.seg_of);
+	free(t.hold);
+	free(t.hold_at);
+	free(t.hold_n);
 	free(prev_in);
 	return rc;
 }

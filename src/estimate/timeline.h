@@ -24,11 +24,13 @@ struct colloc__timeline_result {
  * Replay opts->iterations training iterations of g (classified into tops
  * by colloc__train_ops) and fill res. With stop_at > 0, stop after that
  * many allocator events and list the largest live storages (the explain
- * pass, run with the peak event of a first pass).
+ * pass, run with the peak event of a first pass). ext (NULL: none) names
+ * the checkpointed regions.
  */
 int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top *tops,
 			 const struct colloc_estimate_opts *opts,
-			 const struct colloc_platform *plat, uint64_t stop_at,
+			 const struct colloc_platform *plat,
+			 const struct colloc__estimate_ext *ext, uint64_t stop_at,
 			 struct colloc__timeline_result *res);
 
 #endif

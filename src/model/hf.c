@@ -25,10 +25,13 @@
  *    softmax in float32, SwiGLU MLP, tied or untied LM head, logits cast
  *    to float32 for the loss. qwen2 adds biases to q, k, v.
  *
+ * Gradient checkpointing: each decoder layer's node range is recorded
+ * (the region torch.utils.checkpoint wraps when gradient_checkpointing_enable()
+ * is on), and the estimator replays it as recomputed (estimate_int.h).
+ *
  * Not modelled here (colloc_model_open() refuses them rather than guess):
- * sdpa / flash attention kernels and gradient checkpointing (they need op
- * rules the op table does not have yet), sliding-window masks (memory as
- * full causal attention), encoder-decoder families.
+ * sliding-window masks (memory as full causal attention), encoder-decoder
+ * families.
  */
 #include "model/model_int.h"
 
@@ -537,7 +540,24 @@ struct build {
 	const char *causal; /* [t, t] mask (bool for gpt2, float for llama) */
 	const char *cos, *sin; /* llama: [b, 1, t, head_dim] */
 	const char *dropout_train; /* bool true: Dropout's training_mode */
+	/* Decoder layer l is graph nodes [seg_first[l], seg_end[l]): the
+	 * region torch.utils.checkpoint wraps (heap, c->layers each). */
+	int *seg_first, *seg_end;
 };
+
+/* The nodes of layer l start here / end here (seg_* may be NULL: a build
+ * without layers). */
+static void layer_begin(struct build *b, int64_t l)
+{
+	if (b->seg_first)
+		b->seg_first[l] = (int)b->e.n_nodes;
+}
+
+static void layer_end(struct build *b, int64_t l)
+{
+	if (b->seg_end)
+		b->seg_end[l] = (int)b->e.n_nodes;
+}
 
 static const int64_t PERM_BHTD[4] = {0, 2, 1, 3};
 static const int64_t PERM_LAST2[4] = {0, 1, 3, 2};
@@ -794,6 +814,7 @@ static void build_gpt2(struct build *b)
 		const char *ap = em_str(e, "%s.attn", p), *mp = em_str(e, "%s.mlp", p);
 		const char *an = em_str(e, "/%s", ap), *mn = em_str(e, "/%s", mp);
 
+		layer_begin(b, l);
 		h = layernorm(b, x, em_str(e, "%s.ln_1", p));
 		qkv = linear(b, h, ap, "c_attn", d, 3 * d, true, true);
 		q = em_node(e, "Split", em_str(e, "%s/Split", an), IN(qkv, INTS(d, d, d)),
@@ -841,6 +862,7 @@ static void build_gpt2(struct build *b)
 		f = linear(b, f, mp, "c_proj", c->inter, d, true, true);
 		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s/dropout/Dropout", mn));
 		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, f), 1, NOAT);
+		layer_end(b, l);
 	}
 	x = layernorm(b, x, "transformer.ln_f");
 	wte = em_node(e, "Transpose", "/lm_head/Transpose", IN(wte), 1,
@@ -950,6 +972,7 @@ static void build_llama(struct build *b)
 		const char *an = em_str(e, "/%s", ap);
 		const char *h, *q, *k, *v, *s, *y, *g, *u;
 
+		layer_begin(b, l);
 		h = rmsnorm(b, x, em_str(e, "%s.input_layernorm", p));
 		q = linear(b, h, ap, "q_proj", d, d, c->qkv_bias, false);
 		k = linear(b, h, ap, "k_proj", d, kvd, c->qkv_bias, false);
@@ -986,6 +1009,7 @@ static void build_llama(struct build *b)
 		g = em_node(e, "Mul", em_str(e, "/%s/Mul", mp), IN(g, u), 1, NOAT);
 		g = linear(b, g, mp, "down_proj", c->inter, d, false, false);
 		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, g), 1, NOAT);
+		layer_end(b, l);
 	}
 	x = rmsnorm(b, x, "model.norm");
 	lm = c->tied ? emb : em_weight(e, "lm_head.weight", b->wdt, c->vocab, d);
@@ -1151,39 +1175,41 @@ static char *read_config(const char *spec, char *path, size_t plen, size_t *len,
 	return buf;
 }
 
-int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
-			    const struct colloc_model_opts *o, struct colloc_model *m,
-			    struct colloc_diag *diag)
+/* After loading: buffers that are not parameters, LoRA's frozen base. */
+static void finish_graph(struct colloc_graph *g, const struct colloc_model_opts *o)
 {
-	struct hf_cfg c;
+	/* inv_freq is a buffer (register_buffer), not a parameter */
+	int t = colloc_graph_find_tensor(g, "model.rotary_emb.inv_freq");
+
+	if (t >= 0)
+		g->tensors[t].param_class = COLLOC_PARAM_BUFFER;
+	if (o->trainable != COLLOC_TRAIN_LORA)
+		return;
+	/* everything but the adapters is frozen */
+	for (int i = 0; i < g->n_tensors; i++) {
+		struct colloc_tensor *x = &g->tensors[i];
+
+		if (x->param_class == COLLOC_PARAM_TRAINABLE &&
+		    !strstr(x->name, ".lora_A.") && !strstr(x->name, ".lora_B.")) {
+			x->param_class = COLLOC_PARAM_BUFFER;
+			x->frozen = true;
+		}
+	}
+}
+
+/* Emit and load the graph of c under o into *g; with segs, record each
+ * layer's node range in segs[0..c->layers) and segs[c->layers..2 c->layers).
+ * *lora_count gets the adapters made. */
+static int build_graph(const struct hf_cfg *c, const struct colloc_model_opts *o,
+		       struct colloc_model *m, const char *file, int *segs,
+		       struct colloc_graph **g, int *lora_count, struct colloc_diag *diag)
+{
 	struct build b;
 	int rc;
 
-	if ((rc = parse_config(text, len, file, &c, diag)))
-		return rc;
-	if (o->attention != COLLOC_ATTN_EAGER)
-		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
-				       "%s: --attention %s is not modelled yet (the op "
-				       "table has no fused attention op); --attention "
-				       "eager is",
-				       file, colloc_attention_name(o->attention));
-	if (o->gradient_checkpointing)
-		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
-				       "%s: --gradient-checkpointing is not modelled yet",
-				       file);
-	if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT &&
-	    o->weight_dtype != COLLOC_DT_BFLOAT16 && o->weight_dtype != COLLOC_DT_FLOAT16)
-		return colloc_diag_set(diag, COLLOC_EUSAGE,
-				       "weights must be float32, "
-				       "bfloat16 or float16");
-	if (o->lora_rank < 0 || o->lora_rank > HF_MAX_LORA_RANK || o->lora_alpha < 0)
-		return colloc_diag_set(diag, COLLOC_EUSAGE,
-				       "--lora-rank wants 1..%d and --lora-alpha a "
-				       "non-negative number",
-				       HF_MAX_LORA_RANK);
 	memset(&b, 0, sizeof(b));
 	colloc__arena_init(&b.e.a, 0);
-	b.c = &c;
+	b.c = c;
 	b.o = o;
 	b.m = m;
 	b.wdt = o->weight_dtype ? o->weight_dtype : COLLOC_DT_FLOAT;
@@ -1192,7 +1218,11 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 		(o->lora_alpha > 0 ? o->lora_alpha : 2.0 * b.lora_rank) / b.lora_rank;
 	b.targets = o->lora_targets && o->lora_targets[0]
 			    ? o->lora_targets
-			    : (c.family == FAM_GPT2 ? "c_attn" : "q_proj,v_proj");
+			    : (c->family == FAM_GPT2 ? "c_attn" : "q_proj,v_proj");
+	if (segs) {
+		b.seg_first = segs;
+		b.seg_end = segs + c->layers;
+	}
 	{
 		Onnx__TensorProto *t =
 			em_tensor(&b.e, "/const/training",
@@ -1204,41 +1234,78 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 			t->n_int32_data = 1;
 		}
 	}
-	if (c.family == FAM_GPT2)
+	if (c->family == FAM_GPT2)
 		build_gpt2(&b);
 	else
 		build_llama(&b);
+	*lora_count = b.lora_count;
 	if (b.e.failed)
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory building %s", file);
-	else if (o->trainable == COLLOC_TRAIN_LORA && b.lora_count == 0)
+	else if (o->trainable == COLLOC_TRAIN_LORA && b.lora_count == 0 && c->layers > 0)
 		rc = colloc_diag_set(diag, COLLOC_EUSAGE,
 				     "%s: --lora-targets '%s' names no linear layer of "
 				     "this %s model",
-				     file, b.targets, c.model_type);
+				     file, b.targets, c->model_type);
 	else
-		rc = pack_and_load(&b, &m->graph, file, diag);
-	if (!rc) {
-		/* inv_freq is a buffer (register_buffer), not a parameter */
-		int t = colloc_graph_find_tensor(m->graph, "model.rotary_emb.inv_freq");
-
-		if (t >= 0)
-			m->graph->tensors[t].param_class = COLLOC_PARAM_BUFFER;
-	}
-	if (!rc && o->trainable == COLLOC_TRAIN_LORA) {
-		/* everything but the adapters is frozen */
-		for (int i = 0; i < m->graph->n_tensors; i++) {
-			struct colloc_tensor *t = &m->graph->tensors[i];
-
-			if (t->param_class == COLLOC_PARAM_TRAINABLE &&
-			    !strstr(t->name, ".lora_A.") &&
-			    !strstr(t->name, ".lora_B.")) {
-				t->param_class = COLLOC_PARAM_BUFFER;
-				t->frozen = true;
-			}
-		}
+		rc = pack_and_load(&b, g, file, diag);
+	if (!rc)
+		finish_graph(*g, o);
+	if (!rc && o->trainable == COLLOC_TRAIN_LORA && c->layers > 0)
 		colloc__model_note(m, "lora: r=%d, alpha %g, on %s: %d adapters",
 				   b.lora_rank, b.lora_scale * b.lora_rank, b.targets,
 				   b.lora_count);
+	free(b.e.nodes);
+	free(b.e.inits);
+	colloc__arena_fini(&b.e.a);
+	return rc;
+}
+
+int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
+			    const struct colloc_model_opts *o, struct colloc_model *m,
+			    struct colloc_diag *diag)
+{
+	struct colloc__model_priv *mp = (struct colloc__model_priv *)m->priv_;
+	struct hf_cfg c;
+	int rc, lora_count = 0, *segs = NULL;
+
+	if ((rc = parse_config(text, len, file, &c, diag)))
+		return rc;
+	if (o->attention != COLLOC_ATTN_EAGER)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: --attention %s is not modelled yet (the op "
+				       "table has no fused attention op); --attention "
+				       "eager is",
+				       file, colloc_attention_name(o->attention));
+	if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT &&
+	    o->weight_dtype != COLLOC_DT_BFLOAT16 && o->weight_dtype != COLLOC_DT_FLOAT16)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "weights must be float32, "
+				       "bfloat16 or float16");
+	if (o->lora_rank < 0 || o->lora_rank > HF_MAX_LORA_RANK || o->lora_alpha < 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "--lora-rank wants 1..%d and --lora-alpha a "
+				       "non-negative number",
+				       HF_MAX_LORA_RANK);
+	if (o->gradient_checkpointing) {
+		segs = colloc__model_alloc(m, 2 * (size_t)c.layers * sizeof(*segs));
+		if (!segs)
+			return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	}
+	rc = build_graph(&c, o, m, file, segs, &m->graph, &lora_count, diag);
+	if (!rc && o->gradient_checkpointing) {
+		struct hf_cfg stem = c;
+		int unused;
+
+		stem.layers = 0;
+		mp->n_ckpt = (int)c.layers;
+		mp->ckpt_first = segs;
+		mp->ckpt_end = segs + c.layers;
+		rc = build_graph(&stem, o, m, file, NULL, &mp->stem, &unused, diag);
+		colloc__model_note(
+			m,
+			"gradient checkpointing: %lld layers recomputed in "
+			"backward (torch.utils.checkpoint, use_reentrant=False)",
+			(long long)c.layers);
 	}
 	if (!rc) {
 		m->family = c.model_type;
@@ -1247,13 +1314,10 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 		m->seq_dims[0] = colloc__model_strdup(m, "seq");
 		if (!m->seq_dims[0])
 			rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
-		if (b.wdt != COLLOC_DT_FLOAT)
+		if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT)
 			colloc__model_note(m, "weights and activations in %s",
-					   colloc_dtype_name(b.wdt));
+					   colloc_dtype_name(o->weight_dtype));
 	}
-	free(b.e.nodes);
-	free(b.e.inits);
-	colloc__arena_fini(&b.e.a);
 	return rc;
 }
 

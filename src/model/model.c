@@ -19,7 +19,10 @@
 #include <string.h>
 
 #include "colloc/onnx.h"
+#include "colloc/cost.h"
+#include "colloc/perf.h"
 #include "colloc/zoo.h"
+#include "estimate/estimate_int.h"
 #include "model/graph_int.h"
 
 /* A zoo facts file is a few kilobytes; anything far larger is not one. */
@@ -73,6 +76,11 @@ const char *colloc__model_strdup(struct colloc_model *m, const char *s)
 	return colloc__arena_strdup(&mpriv(m)->arena, s);
 }
 
+void *colloc__model_alloc(struct colloc_model *m, size_t n)
+{
+	return colloc__arena_calloc(&mpriv(m)->arena, 1, n ? n : 1);
+}
+
 void colloc__model_note(struct colloc_model *m, const char *fmt, ...)
 {
 	char buf[256];
@@ -95,6 +103,7 @@ void colloc_model_destroy(struct colloc_model *m)
 		return;
 	colloc_graph_destroy(m->graph);
 	if (m->priv_) {
+		colloc_graph_destroy(mpriv(m)->stem);
 		colloc__arena_fini(&mpriv(m)->arena);
 		free(m->priv_);
 	}
@@ -485,6 +494,13 @@ int colloc_model_infer(struct colloc_model *m, const struct colloc_model_dims *d
 	bo.batch = d->batch;
 	bo.dims = b;
 	bo.n_dims = n;
+	if (mpriv(m)->stem) {
+		int rc = colloc_graph_infer(mpriv(m)->stem, &bo, diag);
+
+		if (rc)
+			return colloc_diag_prefix(diag, rc,
+						  "the model without its layers");
+	}
 	return colloc_graph_infer(m->graph, &bo, diag);
 }
 
@@ -494,9 +510,15 @@ int colloc_estimate_model(struct colloc_model *m, const struct colloc_model_dims
 {
 	int rc = colloc_model_infer(m, d, diag);
 
+	struct colloc__estimate_ext ext;
+
 	if (rc)
 		return rc;
-	return colloc_estimate_run(m->graph, opts, out, diag);
+	memset(&ext, 0, sizeof(ext));
+	ext.n_segs = mpriv(m)->n_ckpt;
+	ext.seg_first = mpriv(m)->ckpt_first;
+	ext.seg_end = mpriv(m)->ckpt_end;
+	return colloc__estimate_run_ext(m->graph, opts, &ext, out, diag);
 }
 
 int colloc_estimate_max_batch(struct colloc_model *m, const struct colloc_model_dims *d,
@@ -543,5 +565,38 @@ int colloc_estimate_max_batch(struct colloc_model *m, const struct colloc_model_
 			return rc;
 	}
 	*batch = lo;
+	return 0;
+}
+
+int colloc_model_perf_predict(struct colloc_model *m, const struct colloc_perf_opts *po,
+			      struct colloc_perf *out, struct colloc_diag *diag)
+{
+	struct colloc_graph *stem = mpriv(m)->stem;
+	struct colloc_perf sp;
+	double extra, scale, delta;
+	int rc;
+
+	colloc_graph_cost(m->graph, NULL);
+	if ((rc = colloc_perf_predict(m->graph, po, out, diag)) || !stem)
+		return rc;
+	colloc_graph_cost(stem, NULL);
+	if ((rc = colloc_perf_predict(stem, po, &sp, diag)))
+		return colloc_diag_prefix(diag, rc, "the model without its layers");
+	extra = out->phase_ms[COLLOC_PERF_FORWARD] - sp.phase_ms[COLLOC_PERF_FORWARD];
+	if (!(extra > 0) || !(out->step_ms > 0))
+		return 0;
+	/* the recomputation runs inside backward, layer by layer */
+	scale = (out->step_ms + extra) / out->step_ms;
+	out->phase_ms[COLLOC_PERF_BACKWARD] += extra;
+	out->kernel_ms += extra;
+	out->step_ms += extra;
+	out->step_lo_ms *= scale;
+	out->step_hi_ms *= scale;
+	delta = (out->kernel_ms < out->step_ms ? out->kernel_ms / out->step_ms : 1) -
+		out->gpu_util;
+	out->gpu_util += delta;
+	out->gpu_util_lo = out->gpu_util_lo + delta > 0 ? out->gpu_util_lo + delta : 0;
+	out->gpu_util_hi = out->gpu_util_hi + delta < 1 ? out->gpu_util_hi + delta : 1;
+	out->throughput_samples_per_s /= scale;
 	return 0;
 }

@@ -10,8 +10,19 @@
 
 /* Storage behind struct colloc_model.priv_. */
 struct colloc__model_priv {
-	struct colloc__arena arena; /* name, path, dims, notes */
+	struct colloc__arena arena; /* name, path, dims, notes, regions */
+	/* --gradient-checkpointing: one region per decoder layer, graph
+	 * nodes [ckpt_first[i], ckpt_end[i]) (arena); n_ckpt 0 = none. */
+	int n_ckpt;
+	int *ckpt_first, *ckpt_end;
+	/* With checkpointing, the same model without its layers (owned),
+	 * inferred beside graph: the step time's recomputation is the
+	 * difference of their forward passes. */
+	struct colloc_graph *stem;
 };
+
+/* n bytes of m's arena (zeroed), or NULL when out of memory. */
+void *colloc__model_alloc(struct colloc_model *m, size_t n);
 
 /* A copy of s in m's arena, or NULL when out of memory. */
 const char *colloc__model_strdup(struct colloc_model *m, const char *s);

@@ -8,9 +8,11 @@
  *  - the gpt2 built from its configuration estimates exactly as the zoo's
  *    torch.onnx export of the same model (data/zoo/gpt2.onnx);
  *  - against PyTorch on the CPU (data/reference/hf_cpu.json, written by
- *    tools/hf_reference.py): saved-for-backward bytes within 1%, trainable
+ *    tools/hf_reference.py): saved-for-backward bytes within 1% (as CUDA
+ *    saves them: bool dropout masks, float32 layer-norm statistics), trainable
  *    and frozen counts, parameter, gradient and Adam state bytes exact, for
- *    every family x {full, LoRA} x {fp32, bf16};
+ *    every family x {full, LoRA} x {fp32, bf16} x {plain, gradient
+ *    checkpointing};
  *  - errors: an unknown model_type named with its architectures, a
  *    sequence past the position limit, LoRA on an ONNX graph, a --freeze
  *    pattern that matches nothing.
@@ -28,6 +30,7 @@
 #include <string.h>
 
 #include "colloc/model.h"
+#include "colloc/perf.h"
 #include "colloc/zoo.h"
 
 #define SAVED_TOLERANCE 0.01
@@ -134,6 +137,12 @@ static const char *str(const cJSON *o, const char *key)
 	return v->valuestring;
 }
 
+/* An optional boolean field (absent = false). */
+static bool flag(const cJSON *o, const char *key)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
 static cJSON *load_reference(void)
 {
 	char path[4096];
@@ -184,6 +193,7 @@ static void against_pytorch(void **state)
 		assert_true(mo.trainable >= 0);
 		if (strcmp(str(rec, "precision"), "bf16") == 0)
 			mo.weight_dtype = COLLOC_DT_BFLOAT16;
+		mo.gradient_checkpointing = flag(rec, "gradient_checkpointing");
 		m = open_hf(str(rec, "config"), &mo);
 		/* rules that changed between torch versions follow the
 		 * reference's (mean.dim saves its input before 2.0) */
@@ -206,7 +216,7 @@ static void against_pytorch(void **state)
 		/* `step` scalars live on the CPU in the CUDA implementations */
 		assert_int_equal(e.optimizer_state_bytes,
 				 num(adam, "bytes") - num(adam, "step_bytes"));
-		want = num(rec, "saved_bytes_forward_bool_masks");
+		want = num(rec, "saved_bytes_forward_cuda");
 		rel = fabs((double)e.saved_activation_bytes - (double)want) /
 		      (double)want;
 		if (rel > SAVED_TOLERANCE)
@@ -219,11 +229,65 @@ static void against_pytorch(void **state)
 		colloc_model_destroy(m);
 		n++;
 	}
-	assert_true(n >= 12);
+	assert_true(n >= 24);
 	cJSON_Delete(ref);
 	if (bad)
 		fail_msg("%d of %d cases saved more than %.0f%% off PyTorch (above)", bad,
 			 n, 100 * SAVED_TOLERANCE);
+}
+
+/*
+ * Gradient checkpointing on gpt2 (12 layers, batch 2, seq 512, SGD): the
+ * forward keeps only the layers' inputs (and the ops outside the layers);
+ * the peak still holds one recomputed layer beside them; the step runs each
+ * layer's forward once more, which costs less than the whole forward.
+ */
+static void checkpointing(void **state)
+{
+	struct colloc_model_opts ck = {0};
+	struct colloc_model *mf = open_hf("data/hf/gpt2", NULL), *mc;
+	struct colloc_model_dims d = {2, 512, NULL, 0, false};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate ef, ec;
+	struct colloc_perf_opts po;
+	struct colloc_perf pf, pc;
+	struct colloc_diag diag = {{0}};
+	uint64_t layer;
+
+	(void)state;
+	ck.gradient_checkpointing = true;
+	mc = open_hf("data/hf/gpt2", &ck);
+	colloc_estimate_opts_init(&o);
+	o.loss = COLLOC_LOSS_CAUSAL_LM;
+	o.optimizer = COLLOC_OPT_SGD;
+	if (colloc_estimate_model(mf, &d, &o, &ef, &diag) ||
+	    colloc_estimate_model(mc, &d, &o, &ec, &diag))
+		fail_msg("%s", diag.msg);
+	print_message("saved %llu -> %llu, peak %llu -> %llu\n",
+		      (unsigned long long)ef.saved_activation_bytes,
+		      (unsigned long long)ec.saved_activation_bytes,
+		      (unsigned long long)ef.peak_allocated_bytes,
+		      (unsigned long long)ec.peak_allocated_bytes);
+	assert_true(ec.saved_activation_bytes * 8 < ef.saved_activation_bytes);
+	assert_true(ec.peak_allocated_bytes < ef.peak_allocated_bytes);
+	assert_int_equal(ec.param_bytes, ef.param_bytes);
+	layer = (ef.saved_activation_bytes - ec.saved_activation_bytes) / 12;
+	assert_true(ec.peak_allocated_bytes >=
+		    ec.param_bytes + ec.saved_activation_bytes * 9 / 10 + layer);
+	colloc_perf_opts_init(&po);
+	po.loss = COLLOC_LOSS_CAUSAL_LM;
+	po.optimizer = COLLOC_OPT_SGD;
+	po.batch = 2;
+	if (colloc_model_perf_predict(mf, &po, &pf, &diag) ||
+	    colloc_model_perf_predict(mc, &po, &pc, &diag))
+		fail_msg("%s", diag.msg);
+	print_message("step %.2f -> %.2f ms (forward %.2f ms)\n", pf.step_ms, pc.step_ms,
+		      pf.phase_ms[COLLOC_PERF_FORWARD]);
+	assert_true(pc.step_ms > pf.step_ms);
+	assert_true(pc.kernel_ms - pf.kernel_ms < pf.phase_ms[COLLOC_PERF_FORWARD]);
+	assert_true(pc.kernel_ms - pf.kernel_ms > 0.5 * pf.phase_ms[COLLOC_PERF_FORWARD]);
+	colloc_model_destroy(mf);
+	colloc_model_destroy(mc);
 }
 
 static void errors(void **state)
@@ -279,9 +343,8 @@ static void errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(published_counts),
-		cmocka_unit_test(same_as_zoo_export),
-		cmocka_unit_test(against_pytorch),
+		cmocka_unit_test(published_counts), cmocka_unit_test(same_as_zoo_export),
+		cmocka_unit_test(against_pytorch),  cmocka_unit_test(checkpointing),
 		cmocka_unit_test(errors),
 	};
 
