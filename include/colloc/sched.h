@@ -21,15 +21,26 @@
  *  - a multi-GPU job gets all its GPUs on one node;
  *  - isolated GPUs (MIG instances) take one single-GPU job each, and are
  *    preferred, smallest memory first, whatever the policy;
- *  - backfill: a job that cannot start does not block later ones, unless it
- *    has waited starve_ms or more: then nothing behind it starts until it
- *    does, so large jobs are not starved.
+ *  - backfill: a job that cannot start does not block later ones. What
+ *    keeps a large job from starving is the backfill rule:
+ *    COLLOC_BACKFILL_STARVE (collocd's default): once it has waited
+ *    starve_ms or more, nothing behind it starts until it does;
+ *    COLLOC_BACKFILL_EASY (EASY backfilling, Lifka 1995; Mu'alem and
+ *    Feitelson 2001): the first job in queue order that cannot start gets
+ *    a reservation -- the GPUs that its callers' estimates say empty
+ *    first, and the time they do (the shadow time) -- and a later job may
+ *    use those GPUs only if its walltime says it ends by then, so
+ *    backfilling never delays the head. Unknown times count as never.
+ *  - start-up reservation: colloc_sched_reserved_bytes() is the one rule
+ *    of how much of its need a started job still holds back.
  *
  * Ownership: inputs are read-only; decisions are written to a caller-owned
  * array. The function allocates scratch memory and frees it before return.
  * A caller that runs many passes over one cluster can keep a scheduler
  * context instead (colloc_sched_ctx_*, below): the same decisions, at a
  * cost per pass that follows the queue and what changed, not the cluster.
+ * There is one entry point underneath: colloc_sched_decide() is a context
+ * made for one pass (its working view is built by the same code).
  */
 #ifndef COLLOC_SCHED_H
 #define COLLOC_SCHED_H
@@ -67,6 +78,9 @@ struct colloc_sched_gpu {
 	 * takes one single-GPU job at a time, and a job goes to the smallest
 	 * isolated GPU whose memory fits before any shared one. */
 	bool isolated;
+	/* When its running jobs are expected to have ended (EASY backfill);
+	 * 0: unknown (never, for the reservation), or running nothing. */
+	int64_t busy_until_ms;
 };
 
 struct colloc_sched_running {
@@ -75,7 +89,9 @@ struct colloc_sched_running {
 	int gpus[COLLOC_SCHED_MAX_GPUS];
 	uint64_t mem_need_bytes; /* per GPU */
 	uint64_t mem_used_bytes; /* per GPU, measured; 0 if not yet seen */
-	bool at_peak; /* usage visible: no reservation */
+	/* Usage visible: no reservation. Callers set it with
+	 * colloc_sched_reserved_bytes() == 0. */
+	bool at_peak;
 	double util_pred; /* predicted activity, 0..1 */
 	bool exclusive; /* holds its GPUs alone */
 };
@@ -88,6 +104,13 @@ struct colloc_sched_job {
 	int priority;
 	int64_t submit_ms;
 	bool exclusive; /* needs GPUs of its own (e.g. after OOM retries) */
+	int64_t walltime_ms; /* expected run time; 0: unknown (EASY backfill) */
+};
+
+/* What keeps a job that cannot start from starving (see the rules above). */
+enum colloc_backfill_rule {
+	COLLOC_BACKFILL_STARVE = 0, /* hold the line after starve_ms */
+	COLLOC_BACKFILL_EASY, /* reservation for the queue head */
 };
 
 struct colloc_sched_config {
@@ -95,12 +118,29 @@ struct colloc_sched_config {
 	uint64_t headroom_bytes; /* kept free on every GPU */
 	double util_bound; /* estimate-aware: max predicted activity */
 	bool backfill;
-	int64_t starve_ms; /* head-of-queue protection, see above */
+	int backfill_rule; /* enum colloc_backfill_rule */
+	int64_t starve_ms; /* COLLOC_BACKFILL_STARVE, see above */
 };
 
-/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on,
- * 30 minutes before a waiting job stops backfilling. */
+/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on with
+ * the starvation rule, 30 minutes before a waiting job stops backfilling. */
 void colloc_sched_config_init(struct colloc_sched_config *cfg);
+
+/*
+ * The start-up reservation rule, for collocd and the simulator alike: a
+ * job that started at start_ms and needs need_bytes per GPU, of which
+ * used_bytes are allocated (measured), still holds back need - used bytes
+ * until it has allocated its need or reserve_ms have passed (now_ms -
+ * start_ms >= reserve_ms; both on one monotonic clock). Returns those
+ * bytes; 0 means the job is at its peak (colloc_sched_running.at_peak).
+ */
+uint64_t colloc_sched_reserved_bytes(uint64_t need_bytes, uint64_t used_bytes,
+				     int64_t start_ms, int64_t now_ms,
+				     int64_t reserve_ms);
+
+/* "starve", "easy"; colloc_backfill_parse returns -1 for another name. */
+const char *colloc_backfill_name(int rule);
+int colloc_backfill_parse(const char *name);
 
 struct colloc_sched_state {
 	const struct colloc_sched_gpu *gpus;

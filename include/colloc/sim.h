@@ -67,6 +67,11 @@ struct colloc_sim_opts {
 	int64_t ramp_ms; /* a job reaches its peak this long after start */
 	int window; /* queued jobs the scheduler looks at per pass */
 	int series_points; /* samples of the utilization time series */
+	/* Interference: a model with Gavel's measured pairs
+	 * (colloc_interference_load_gavel), used where both jobs of a pair are
+	 * Gavel types; NULL: colloc_interference_builtin() (no pairs). Not
+	 * owned. Either way the formula reads the jobs' own activity. */
+	const struct colloc_interference *interference;
 };
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o);
@@ -130,6 +135,15 @@ struct colloc_sim_result {
 			  * activity x speed of its jobs, 0..1 */
 	double mem_util; /* time-weighted mean memory in use / capacity */
 	double energy_j;
+	/* Metrics that do not restate the makespan (issue 13): */
+	double alloc_frac; /* time-weighted share of GPUs running >= 1 job */
+	/* Useful work per GPU-second: alone-equivalent GPU-seconds of the
+	 * finished jobs / GPU-seconds of the cluster over the makespan. */
+	double useful_work;
+	/* JCT with failed jobs counted, as if they ended with the run (the
+	 * mean_jct_s above is over finished jobs only). */
+	double mean_jct_all_s, median_jct_all_s, p99_jct_all_s;
+	double oom_per_1k_jobs; /* OOM crashes per 1,000 jobs */
 	size_t shared_jobs; /* jobs that ever shared a GPU */
 	size_t oom_crashes;
 	size_t recoveries; /* jobs that crashed and later finished */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "colloc/interference.h"
 #include "colloc/sim.h"
 #include "colloc/sim_report.h"
 #include "colloc/units.h"
@@ -37,6 +38,11 @@ static const char sim_usage[] =
 	"  --est-error X       sigma of true peak / estimate (0.05)\n"
 	"  --util-bound X      estimate-aware: max summed predicted activity per GPU "
 	"(1.0)\n"
+	"  --backfill RULE     easy (EASY backfill: a reservation for the queue head,\n"
+	"                      the default), starve (hold the line after 30 min, as\n"
+	"                      collocd) or off (strict queue order)\n"
+	"  --gavel FILE        Gavel's simulation_throughputs.json: measured pair\n"
+	"                      speeds where both jobs are Gavel types\n"
 	"  --skip-bad-rows     skip and count malformed trace rows instead of failing\n"
 	"  --kinds             print each job kind's memory estimate, activity and\n"
 	"                      predicted step time on the cluster's GPU type (no\n"
@@ -115,6 +121,12 @@ static int print_json(const char *trace, const char *cluster,
 		cJSON_AddNumberToObject(o, "gpu_util", x->gpu_util);
 		cJSON_AddNumberToObject(o, "mem_util", x->mem_util);
 		cJSON_AddNumberToObject(o, "energy_j", x->energy_j);
+		cJSON_AddNumberToObject(o, "alloc_frac", x->alloc_frac);
+		cJSON_AddNumberToObject(o, "useful_work", x->useful_work);
+		cJSON_AddNumberToObject(o, "mean_jct_all_s", x->mean_jct_all_s);
+		cJSON_AddNumberToObject(o, "median_jct_all_s", x->median_jct_all_s);
+		cJSON_AddNumberToObject(o, "p99_jct_all_s", x->p99_jct_all_s);
+		cJSON_AddNumberToObject(o, "oom_per_1k_jobs", x->oom_per_1k_jobs);
 		cJSON_AddNumberToObject(o, "shared_jobs", (double)x->shared_jobs);
 		cJSON_AddNumberToObject(o, "oom_crashes", (double)x->oom_crashes);
 		cJSON_AddNumberToObject(o, "recoveries", (double)x->recoveries);
@@ -250,6 +262,8 @@ int cmd_sim(int argc, char **argv)
 		{"est-error", required_argument, NULL, 'e'},
 		{"util-bound", required_argument, NULL, 'u'},
 		{"skip-bad-rows", no_argument, NULL, 'k'},
+		{"backfill", required_argument, NULL, 'B'},
+		{"gavel", required_argument, NULL, 'G'},
 		{"kinds", no_argument, NULL, 'K'},
 		{"json", no_argument, NULL, 'j'},
 		{"csv", no_argument, NULL, 'C'},
@@ -266,7 +280,8 @@ int cmd_sim(int argc, char **argv)
 	const char *trace = NULL, *cluster = NULL, *policies = "exclusive,estimate-aware";
 	int pol[MAX_POLICIES], n_pol = 0, c, rc = CLI_OK;
 	bool json = false, csv = false, show_kinds = false;
-	const char *plot_dir = NULL;
+	const char *plot_dir = NULL, *gavel = NULL;
+	struct colloc_interference *im = NULL;
 	char kind[32], list[256];
 	uint64_t v;
 
@@ -327,6 +342,20 @@ int cmd_sim(int argc, char **argv)
 		}
 		case 'k':
 			to.skip_bad_rows = true;
+			break;
+		case 'B':
+			if (strcmp(optarg, "off") == 0) {
+				so.sched.backfill = false;
+			} else if (colloc_backfill_parse(optarg) >= 0) {
+				so.sched.backfill = true;
+				so.sched.backfill_rule = colloc_backfill_parse(optarg);
+			} else {
+				cli_error("--backfill wants easy, starve or off");
+				return CLI_USAGE;
+			}
+			break;
+		case 'G':
+			gavel = optarg;
 			break;
 		case 'K':
 			show_kinds = true;
@@ -390,8 +419,16 @@ int cmd_sim(int argc, char **argv)
 		cli_error("%s", diag.msg);
 		return CLI_USAGE;
 	}
+	if (gavel) {
+		if (colloc_interference_load_gavel(gavel, &im, &diag)) {
+			cli_error("%s", diag.msg);
+			return CLI_ERROR;
+		}
+		so.interference = im;
+	}
 	if (colloc_trace_read(kind, trace, &to, &tr, &diag)) {
 		cli_error("%s", diag.msg);
+		colloc_interference_destroy(im);
 		return CLI_ERROR;
 	}
 	if (tr->skipped_rows)
@@ -403,6 +440,7 @@ int cmd_sim(int argc, char **argv)
 			for (int q = 0; q < k; q++)
 				colloc_sim_result_fini(&res[q]);
 			colloc_trace_destroy(tr);
+			colloc_interference_destroy(im);
 			return CLI_ERROR;
 		}
 	}
@@ -436,5 +474,6 @@ int cmd_sim(int argc, char **argv)
 	for (int k = 0; k < n_pol; k++)
 		colloc_sim_result_fini(&res[k]);
 	colloc_trace_destroy(tr);
+	colloc_interference_destroy(im);
 	return rc;
 }

@@ -121,7 +121,9 @@ void cd__run_remove(struct cd_daemon *d, uint64_t id)
 bool cd__at_peak(const struct cd_daemon *d, uint64_t need_bytes, int64_t start_mono_ms,
 		 uint64_t used)
 {
-	return used >= need_bytes || d->now.mono_ms - start_mono_ms >= d->cfg.reserve_ms;
+	/* The scheduler core owns the rule (colloc/sched.h). */
+	return colloc_sched_reserved_bytes(need_bytes, used, start_mono_ms,
+					   d->now.mono_ms, d->cfg.reserve_ms) == 0;
 }
 
 /* Per GPU: what running jobs that have not reached their need yet still

@@ -57,7 +57,41 @@ void colloc_sched_config_init(struct colloc_sched_config *cfg)
 	cfg->headroom_bytes = (uint64_t)512 << 20;
 	cfg->util_bound = 1.0;
 	cfg->backfill = true;
+	cfg->backfill_rule = COLLOC_BACKFILL_STARVE;
 	cfg->starve_ms = (int64_t)30 * 60 * 1000;
+}
+
+uint64_t colloc_sched_reserved_bytes(uint64_t need_bytes, uint64_t used_bytes,
+				     int64_t start_ms, int64_t now_ms, int64_t reserve_ms)
+{
+	/* Until its usage is visible a starting job's need is not in what
+	 * the GPU reports: without holding it back, several jobs would see
+	 * the same "free" GPU. Written as now - start >= reserve with the
+	 * subtraction guarded, so that no clock value overflows. */
+	bool lapsed =
+		start_ms <= now_ms && (start_ms < 0 ? now_ms >= start_ms + reserve_ms
+						    : now_ms - start_ms >= reserve_ms);
+
+	if (used_bytes >= need_bytes || lapsed)
+		return 0;
+	return need_bytes - used_bytes;
+}
+
+static const char *const backfill_names[] = {"starve", "easy"};
+
+const char *colloc_backfill_name(int rule)
+{
+	if (rule < 0 || rule > COLLOC_BACKFILL_EASY)
+		return "unknown";
+	return backfill_names[rule];
+}
+
+int colloc_backfill_parse(const char *name)
+{
+	for (int k = 0; name && k <= COLLOC_BACKFILL_EASY; k++)
+		if (strcmp(name, backfill_names[k]) == 0)
+			return k;
+	return -1;
 }
 
 /* Working view of one GPU during a pass. */
@@ -67,6 +101,9 @@ struct wgpu {
 	double util; /* measured activity + this pass's predictions */
 	double pred; /* sum of its jobs' predicted activity */
 	int jobs; /* running + placed this pass */
+	/* When its jobs are expected to have ended: INT64_MIN running
+	 * nothing, INT64_MAX unknown or never (unusable). EASY backfill. */
+	int64_t avail;
 	bool closed; /* unusable or held by an exclusive job */
 	bool isolated; /* a MIG instance: one job, best fit (sched.h) */
 };
@@ -153,23 +190,58 @@ struct pass {
 		double util;
 		int n_gpus;
 		bool excl;
+		bool late; /* could not use the head's reserved GPUs */
 	} fails[16];
 	int n_fails;
+	int resv_n; /* reserved GPUs, at resv_g[] */
+	/* EASY backfill: the queue head's reservation, once it failed. A job
+	 * that does not end by the shadow time may not use a reserved GPU. */
+	int64_t now;
+	int64_t shadow;
+	bool *resv; /* per GPU; set only at resv_g[0..resv_n) */
+	/* A context keeps the last reservation (struct colloc_sched_ctx):
+	 * reused while its head is the same job, every reserved GPU still
+	 * empties by the shadow time and no other GPU as early (memo_check),
+	 * so that it is what a fresh computation gives. */
+	struct resv_memo {
+		uint64_t id, need;
+		int64_t shadow;
+		int g[COLLOC_SCHED_MAX_GPUS];
+		int n;
+		int n_gpus;
+		bool valid;
+	} * memo;
 	/* A context's pass (struct colloc_sched_ctx): the GPUs whose working
 	 * view differs from what the caller last set, to put back before the
 	 * next pass. NULL in colloc_sched_decide's own pass. */
 	int *touched;
 	bool *is_touched;
+	int resv_g[COLLOC_SCHED_MAX_GPUS];
 	int n_touched;
+	bool resv_on;
+	bool resv_tried; /* this pass */
 };
+
+/* Whether job j must keep off the reserved GPUs: it is not known to end
+ * by the shadow time. */
+static bool late(const struct pass *p, const struct colloc_sched_job *j)
+{
+	if (!p->resv_on)
+		return false;
+	return j->walltime_ms <= 0 || p->shadow == INT64_MAX ||
+	       p->now > p->shadow - j->walltime_ms;
+}
 
 static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 {
+	bool lj = late(p, j);
+
 	for (int k = 0; k < p->n_fails; k++) {
 		const struct failpt *f = &p->fails[k];
 
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
-		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive))
+		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
+		    (!f->late || lj))
 			return true;
 	}
 	return false;
@@ -177,7 +249,8 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 
 static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 {
-	struct failpt nf = {j->mem_need_bytes, j->util_pred, j->n_gpus, j->exclusive};
+	struct failpt nf = {j->mem_need_bytes, j->util_pred, j->n_gpus, j->exclusive,
+			    late(p, j)};
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
@@ -185,7 +258,8 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 		const struct failpt *f = &p->fails[k];
 
 		if (!(nf.need <= f->need && nf.util <= f->util &&
-		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl)))
+		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
+		      (!nf.late || f->late)))
 			p->fails[w++] = *f;
 	}
 	p->n_fails = w;
@@ -223,6 +297,9 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 		return false;
 	if (p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE && w->jobs > 0 &&
 	    w->pred + j->util_pred > p->cfg->util_bound + 1e-9)
+		return false;
+	/* Backfilling never delays the head (EASY). */
+	if (p->resv_on && p->resv[g] && late(p, j))
 		return false;
 	return true;
 }
@@ -754,6 +831,10 @@ static void mark_touched(struct pass *p, int g)
 
 static void commit(struct pass *p, const struct colloc_sched_job *j, const int *gpus)
 {
+	int64_t end = j->walltime_ms > 0 && p->now <= INT64_MAX - j->walltime_ms
+			      ? p->now + j->walltime_ms
+			      : INT64_MAX;
+
 	for (int k = 0; k < j->n_gpus; k++) {
 		struct wgpu *w = &p->w[gpus[k]];
 
@@ -765,6 +846,8 @@ static void commit(struct pass *p, const struct colloc_sched_job *j, const int *
 		w->jobs++;
 		if (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE)
 			w->closed = true;
+		if (w->avail < end)
+			w->avail = end;
 	}
 	for (int k = 0; k < j->n_gpus && p->built; k++) {
 		int b = gpus[k] / BUCKET, seen = 0;
@@ -938,6 +1021,130 @@ static int validate(const struct colloc_sched_state *st,
 	return validate_queue(queue, n_queue, diag);
 }
 
+/* When GPU g is expected to run nothing, from now on. */
+static int64_t avail_at(const struct pass *p, int g)
+{
+	return p->w[g].avail > p->now ? p->w[g].avail : p->now;
+}
+
+/* Whether job j fits GPU g once g runs nothing. */
+static bool fits_empty(const struct pass *p, const struct colloc_sched_job *j, int g,
+		       uint64_t min_free)
+{
+	const struct wgpu *w = &p->w[g];
+
+	if (w->avail == INT64_MAX && w->closed)
+		return false; /* unusable, or held by a job of unknown end */
+	if (w->isolated && j->n_gpus > 1)
+		return false;
+	return w->total >= min_free;
+}
+
+/*
+ * EASY backfill: the reservation of head j, which cannot start now: the
+ * GPUs expected to run nothing first among those it would fit when empty
+ * (n_gpus of them on one node), and the time the last of them does (the
+ * shadow time; INT64_MAX when some end is unknown). The estimate is
+ * conservative for sharing policies (the head may fit beside a job
+ * before its GPU empties). False when no GPU could ever take j.
+ */
+static bool reserve_head(struct pass *p, const struct colloc_sched_job *j)
+{
+	uint64_t min_free;
+	int64_t best = INT64_MAX;
+	bool found = false;
+
+	if (j->n_gpus < 1 || j->n_gpus > COLLOC_SCHED_MAX_GPUS ||
+	    j->mem_need_bytes > UINT64_MAX - p->cfg->headroom_bytes)
+		return false;
+	min_free = j->mem_need_bytes + p->cfg->headroom_bytes;
+	for (int nk = 0; nk < p->n_nodes; nk++) {
+		int64_t t[COLLOC_SCHED_MAX_GPUS];
+		int g_of[COLLOC_SCHED_MAX_GPUS], n = 0, want = j->n_gpus;
+
+		if (p->node_start[nk + 1] - p->node_start[nk] < want)
+			continue;
+		for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
+			int g = p->by_node[i], k;
+			int64_t a;
+
+			if (!fits_empty(p, j, g, min_free))
+				continue;
+			a = avail_at(p, g);
+			if (n == want && a >= t[n - 1])
+				continue;
+			/* insertion into the want earliest so far */
+			k = n < want ? n++ : n - 1;
+			while (k > 0 && t[k - 1] > a) {
+				t[k] = t[k - 1];
+				g_of[k] = g_of[k - 1];
+				k--;
+			}
+			t[k] = a;
+			g_of[k] = g;
+		}
+		if (n < want || (found && t[want - 1] >= best))
+			continue;
+		best = t[want - 1];
+		found = true;
+		memcpy(p->resv_g, g_of, sizeof(int) * (size_t)want);
+		p->resv_n = want;
+	}
+	if (!found)
+		return false;
+	p->shadow = best;
+	p->resv_on = true;
+	for (int k = 0; k < p->resv_n; k++)
+		p->resv[p->resv_g[k]] = true;
+	return true;
+}
+
+/* reserve_head() through the context's memo, when there is one. */
+static void head_reservation(struct pass *p, const struct colloc_sched_job *j)
+{
+	struct resv_memo *m = p->memo;
+
+	if (m && m->valid && m->id == j->id && m->need == j->mem_need_bytes &&
+	    m->n_gpus == j->n_gpus && m->shadow > p->now) {
+		bool ok = true;
+
+		for (int k = 0; k < m->n && ok; k++)
+			ok = fits_empty(p, j, m->g[k], 0) &&
+			     avail_at(p, m->g[k]) <= m->shadow;
+		if (ok) {
+			p->shadow = m->shadow;
+			p->resv_n = m->n;
+			memcpy(p->resv_g, m->g, sizeof(int) * (size_t)m->n);
+			p->resv_on = true;
+			for (int k = 0; k < m->n; k++)
+				p->resv[m->g[k]] = true;
+			return;
+		}
+	}
+	if (!reserve_head(p, j)) {
+		if (m)
+			m->valid = false;
+		return;
+	}
+	if (m) {
+		m->valid = true;
+		m->id = j->id;
+		m->need = j->mem_need_bytes;
+		m->n_gpus = j->n_gpus;
+		m->shadow = p->shadow;
+		m->n = p->resv_n;
+		memcpy(m->g, p->resv_g, sizeof(int) * (size_t)p->resv_n);
+	}
+}
+
+static void unreserve(struct pass *p)
+{
+	for (int k = 0; k < p->resv_n && p->resv_on; k++)
+		p->resv[p->resv_g[k]] = false;
+	p->resv_on = false;
+	p->resv_n = 0;
+}
+
 /*
  * Decide the queued jobs in order[0..n_queue) (queue order) on p's working
  * view: writes up to cap decisions to out and returns their count. With
@@ -969,101 +1176,24 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 			continue;
 		}
 		remember_fail(p, j);
-		/* Cannot start: later jobs may (backfill), unless this one has
-		 * waited long enough to hold the line. */
-		if (!p->cfg->backfill || now_ms - j->submit_ms >= p->cfg->starve_ms)
+		if (!p->cfg->backfill)
+			break;
+		/* Cannot start: later jobs may (backfill). EASY: the first
+		 * such job gets its reservation, and later jobs keep out of
+		 * it unless they end in time (candidate()). */
+		if (p->cfg->backfill_rule == COLLOC_BACKFILL_EASY) {
+			if (!p->resv_on && !p->resv_tried) {
+				p->resv_tried = true;
+				head_reservation(p, j);
+			}
+			continue;
+		}
+		/* The starvation rule: unless this one has waited long
+		 * enough to hold the line. */
+		if (now_ms - j->submit_ms >= p->cfg->starve_ms)
 			break;
 	}
 	return n_dec;
-}
-
-int colloc_sched_decide(const struct colloc_sched_config *cfg,
-			const struct colloc_sched_state *st,
-			const struct colloc_sched_job *queue, size_t n_queue,
-			struct colloc_sched_decision *out, size_t cap, size_t *n_out,
-			int *rr_cursor_out, struct colloc_diag *diag)
-{
-	struct pass p;
-	struct qkey *order = NULL;
-	size_t n_dec = 0;
-	int rc;
-
-	*n_out = 0;
-	if (rr_cursor_out)
-		*rr_cursor_out = st->rr_cursor;
-	if ((rc = validate(st, queue, n_queue, diag)))
-		return rc;
-	if (st->n_gpus == 0 || n_queue == 0)
-		return 0;
-	memset(&p, 0, sizeof(p));
-	p.cfg = cfg;
-	p.n = st->n_gpus;
-	p.cursor = st->rr_cursor < 0 ? 0 : st->rr_cursor % st->n_gpus;
-	p.w = calloc((size_t)st->n_gpus, sizeof(*p.w));
-	order = malloc(n_queue * sizeof(*order));
-	if (!p.w || !order || group_nodes(&p, st->gpus)) {
-		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int g = 0; g < st->n_gpus; g++) {
-		p.w[g].total = st->gpus[g].mem_total_bytes;
-		p.w[g].committed = st->gpus[g].mem_used_bytes;
-		p.w[g].util = st->gpus[g].util;
-		p.w[g].closed = !st->gpus[g].usable;
-		p.w[g].isolated = st->gpus[g].isolated;
-		/* The search tree's bounds know nothing of instances. */
-		if (!sane(st->gpus[g].util) || st->gpus[g].isolated)
-			p.plain = true;
-	}
-	for (size_t k = 0; k < st->n_running; k++) {
-		const struct colloc_sched_running *r = &st->running[k];
-
-		if (!sane(r->util_pred))
-			p.plain = true;
-		for (int i = 0; i < r->n_gpus; i++) {
-			struct wgpu *w = &p.w[r->gpus[i]];
-
-			/* Reserve what a starting job will still allocate. */
-			if (!r->at_peak && r->mem_need_bytes > r->mem_used_bytes)
-				w->committed += r->mem_need_bytes - r->mem_used_bytes;
-			w->pred += r->util_pred;
-			w->jobs++;
-			if (r->exclusive)
-				w->closed = true;
-		}
-	}
-	for (size_t k = 0; k < n_queue; k++)
-		if (!sane(queue[k].util_pred))
-			p.plain = true;
-	/* A job that just started shows no activity yet: count at least
-	 * what its GPU's jobs are predicted to do. */
-	for (int g = 0; g < st->n_gpus; g++)
-		if (p.w[g].pred > p.w[g].util)
-			p.w[g].util = p.w[g].pred;
-	for (size_t k = 0; k < n_queue; k++) {
-		order[k].priority = queue[k].priority;
-		order[k].submit_ms = queue[k].submit_ms;
-		order[k].id = queue[k].id;
-		order[k].idx = k;
-	}
-	qsort(order, n_queue, sizeof(*order), cmp_queue);
-
-	n_dec = run_queue(&p, st->now_ms, queue, order, n_queue, out, cap, true);
-	*n_out = n_dec;
-	if (rr_cursor_out)
-		*rr_cursor_out = p.cursor;
-out:
-	free(p.node_ok);
-	free(p.node_lb);
-	free(p.node_bucket);
-	free(p.node_own);
-	free(p.node_of);
-	free(p.node_start);
-	free(p.by_node);
-	free(order);
-	free(p.tree);
-	free(p.w);
-	return rc;
 }
 
 /*
@@ -1091,6 +1221,7 @@ struct colloc_sched_ctx {
 	unsigned since_levels;
 	struct qkey *order;
 	size_t cap_order;
+	struct resv_memo memo;
 };
 
 /* Tree passes between two choices of levels; the tree is summarised again
@@ -1127,6 +1258,10 @@ static void derive(struct colloc_sched_ctx *ctx, int g)
 	w->jobs = l->n_jobs;
 	w->closed = !row->usable || l->exclusive;
 	w->isolated = row->isolated;
+	w->avail = !row->usable		    ? INT64_MAX
+		   : l->n_jobs == 0	    ? INT64_MIN
+		   : row->busy_until_ms > 0 ? row->busy_until_ms
+					    : INT64_MAX;
 	if (w->pred > w->util)
 		w->util = w->pred;
 }
@@ -1136,6 +1271,7 @@ void colloc_sched_ctx_destroy(struct colloc_sched_ctx *ctx)
 	if (!ctx)
 		return;
 	free(ctx->order);
+	free(ctx->p.resv);
 	free(ctx->stamp);
 	free(ctx->p.is_touched);
 	free(ctx->p.touched);
@@ -1178,8 +1314,10 @@ int colloc_sched_ctx_create(const struct colloc_sched_config *cfg,
 	ctx->p.touched = malloc((n + 1) * sizeof(*ctx->p.touched));
 	ctx->p.is_touched = calloc(n + 1, sizeof(*ctx->p.is_touched));
 	ctx->stamp = calloc(n / BUCKET + 2, sizeof(*ctx->stamp));
+	ctx->p.resv = calloc(n + 1, sizeof(*ctx->p.resv));
 	if (!ctx->gpus || !ctx->load || !ctx->odd || !ctx->p.w || !ctx->p.touched ||
-	    !ctx->p.is_touched || !ctx->stamp || group_nodes(&ctx->p, gpus)) {
+	    !ctx->p.is_touched || !ctx->stamp || !ctx->p.resv ||
+	    group_nodes(&ctx->p, gpus)) {
 		colloc_sched_ctx_destroy(ctx);
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");
 	}
@@ -1220,6 +1358,20 @@ int colloc_sched_ctx_set_gpu(struct colloc_sched_ctx *ctx, int g,
 	return 0;
 }
 
+/* GPU g's expected end is now avail: the memo of the head's reservation
+ * is what a fresh computation gives only while every reserved GPU still
+ * empties by the shadow time and no other GPU is expected to empty as
+ * early (which could make it a better choice). */
+static void memo_check(struct resv_memo *m, int g, int64_t avail)
+{
+	bool reserved = false;
+
+	for (int k = 0; k < m->n; k++)
+		reserved |= m->g[k] == g;
+	if (reserved ? avail > m->shadow : avail <= m->shadow)
+		m->valid = false;
+}
+
 /* Put the touched GPUs' working view back to what was set, and their
  * summaries with it. */
 static void restore(struct colloc_sched_ctx *ctx)
@@ -1228,8 +1380,12 @@ static void restore(struct colloc_sched_ctx *ctx)
 
 	ctx->pass_no++;
 	for (int k = 0; k < p->n_touched; k++) {
-		p->is_touched[p->touched[k]] = false;
-		derive(ctx, p->touched[k]);
+		int g = p->touched[k];
+
+		p->is_touched[g] = false;
+		derive(ctx, g);
+		if (ctx->memo.valid)
+			memo_check(&ctx->memo, g, p->w[g].avail);
 	}
 	for (int k = 0; k < p->n_touched && ctx->indexed; k++) {
 		int g = p->touched[k], b = g / BUCKET;
@@ -1290,10 +1446,17 @@ static bool ready_index(struct colloc_sched_ctx *ctx,
 	return true;
 }
 
-int colloc_sched_ctx_decide(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_cursor,
-			    const struct colloc_sched_job *queue, size_t n_queue,
-			    struct colloc_sched_decision *out, size_t cap, size_t *n_out,
-			    int *rr_cursor_out, struct colloc_diag *diag)
+/*
+ * The one pass both entry points run. one_shot: a context made for this
+ * pass alone (colloc_sched_decide), which builds the search tree only
+ * once a few scans have shown the pass needs it; else the tree the
+ * context keeps is used from the first search. Either way the decisions
+ * are the same (the tree's bounds are exact where they are used).
+ */
+static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_cursor,
+		       const struct colloc_sched_job *queue, size_t n_queue,
+		       struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+		       int *rr_cursor_out, bool one_shot, struct colloc_diag *diag)
 {
 	struct pass *p = &ctx->p;
 	bool plain;
@@ -1329,12 +1492,61 @@ int colloc_sched_ctx_decide(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr
 	p->n_fails = 0;
 	p->scans = 0;
 	p->cursor = rr_cursor < 0 ? 0 : rr_cursor % p->n;
-	/* Whether a search reads the tree or scans decides nothing (the
-	 * tree's bounds are exact where they are used); colloc_sched_decide
-	 * scans first because it builds the tree at each pass. */
-	p->built = !plain && p->n >= TREE_MIN_GPUS && ready_index(ctx, queue, n_queue);
-	*n_out = run_queue(p, now_ms, queue, ctx->order, n_queue, out, cap, false);
+	p->now = now_ms;
+	p->resv_tried = false;
+	p->memo = one_shot ? NULL : &ctx->memo;
+	p->built = !one_shot && !plain && p->n >= TREE_MIN_GPUS &&
+		   ready_index(ctx, queue, n_queue);
+	*n_out = run_queue(p, now_ms, queue, ctx->order, n_queue, out, cap, one_shot);
+	unreserve(p);
 	if (rr_cursor_out)
 		*rr_cursor_out = p->cursor;
 	return 0;
+}
+
+int colloc_sched_ctx_decide(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_cursor,
+			    const struct colloc_sched_job *queue, size_t n_queue,
+			    struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+			    int *rr_cursor_out, struct colloc_diag *diag)
+{
+	return decide_core(ctx, now_ms, rr_cursor, queue, n_queue, out, cap, n_out,
+			   rr_cursor_out, false, diag);
+}
+
+int colloc_sched_decide(const struct colloc_sched_config *cfg,
+			const struct colloc_sched_state *st,
+			const struct colloc_sched_job *queue, size_t n_queue,
+			struct colloc_sched_decision *out, size_t cap, size_t *n_out,
+			int *rr_cursor_out, struct colloc_diag *diag)
+{
+	struct colloc_sched_ctx *ctx = NULL;
+	int rc;
+
+	*n_out = 0;
+	if (rr_cursor_out)
+		*rr_cursor_out = st->rr_cursor;
+	if ((rc = validate(st, queue, n_queue, diag)))
+		return rc;
+	if (st->n_gpus == 0 || n_queue == 0)
+		return 0;
+	if ((rc = colloc_sched_ctx_create(cfg, st->gpus, st->n_gpus, &ctx, diag)))
+		return rc;
+	/* The running jobs' loads, in running-list order, then each GPU's
+	 * working view from its row and load: what a caller of the context
+	 * hands it, through the same code. */
+	for (size_t k = 0; k < st->n_running; k++)
+		for (int i = 0; i < st->running[k].n_gpus; i++)
+			colloc_sched_load_add(&ctx->load[st->running[k].gpus[i]],
+					      &st->running[k]);
+	for (int g = 0; g < st->n_gpus; g++) {
+		bool odd = ctx->odd[g] || ctx->load[g].unusual;
+
+		ctx->n_odd += (int)odd - (int)ctx->odd[g];
+		ctx->odd[g] = odd;
+		derive(ctx, g);
+	}
+	rc = decide_core(ctx, st->now_ms, st->rr_cursor, queue, n_queue, out, cap, n_out,
+			 rr_cursor_out, true, diag);
+	colloc_sched_ctx_destroy(ctx);
+	return rc;
 }

@@ -132,6 +132,8 @@ void colloc_sim_opts_init(struct colloc_sim_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	colloc_sched_config_init(&o->sched);
+	/* The baseline a scheduling paper compares against (issue 13). */
+	o->sched.backfill_rule = COLLOC_BACKFILL_EASY;
 	o->seed = 1;
 	o->est_error = 0.05;
 	o->max_attempts = 3;
@@ -252,6 +254,7 @@ struct est_cache {
 	int64_t batch;
 	uint64_t need;
 	double act;
+	int gtype; /* Gavel type in the run's interference model, or -1 */
 };
 
 /* --- runtime state -------------------------------------------------------- */
@@ -271,6 +274,7 @@ struct job {
 	double rate; /* progress per ms now */
 	int64_t last_ms; /* when work_ms was last brought up to date */
 	int64_t start_ms, first_start_ms, end_ms;
+	int64_t end_est_ms; /* its completion event at the current rate */
 	int prio, attempts;
 	int run_pos; /* its entry in rs while it runs */
 	unsigned version; /* of its completion event */
@@ -349,9 +353,10 @@ struct sim {
 	int worker; /* Gavel worker type used for interference */
 	uint64_t rng;
 	int rr;
+	int n_busy; /* GPUs running at least one job */
 	/* accounting */
 	int64_t acc_ms;
-	double util_area, mem_area, energy;
+	double util_area, mem_area, energy, alloc_area;
 	size_t oom, passes;
 };
 
@@ -474,17 +479,22 @@ static void flush(struct sim *s)
 		struct colloc_sched_gpu *v = &s->gs[g];
 		double u = 0, m = 0, *t;
 		uint64_t used = 0;
+		int64_t busy = 0;
 
 		for (int k = 0; k < gp->n; k++) {
 			const struct job *jb = &s->jobs[gp->jobs[k]];
 			uint64_t b = jb->at_peak ? jb->true_mem : jb->true_mem / 10;
 
+			if (jb->end_est_ms > busy)
+				busy = jb->end_est_ms;
 			used += b;
 			u += jb->act * jb->rate;
 			m += (double)b;
 		}
 		v->mem_used_bytes = used;
 		v->util = u > 1 ? 1 : u;
+		/* EASY backfill reads when the GPU empties at today's rates. */
+		v->busy_until_ms = busy;
 		s->gpus[g].dirty = false;
 		sched_load(s, g);
 		t = &s->tsum[3 * ((size_t)s->leaves + (size_t)g)];
@@ -562,8 +572,8 @@ static int retime_gpu(struct sim *s, int g, int64_t now)
 		mark_job(s, j);
 		left = jb->work_ms / jb->rate;
 		jb->version++;
-		if (heap_push(s, (struct event){now + (int64_t)ceil(left), 1, j,
-						jb->version}))
+		jb->end_est_ms = now + (int64_t)ceil(left);
+		if (heap_push(s, (struct event){jb->end_est_ms, 1, j, jb->version}))
 			return -ENOMEM;
 	}
 	return 0;
@@ -610,6 +620,7 @@ static void account(struct sim *s, int64_t now)
 	if (dt <= 0)
 		return;
 	s->util_area += a * dt;
+	s->alloc_area += (double)s->n_busy * dt;
 	s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
 	s->energy += (s->c->idle_power_w * s->n_gpus +
 		      (s->c->max_power_w - s->c->idle_power_w) * a) *
@@ -624,6 +635,8 @@ static void gpu_remove(struct sim *s, int g, int j)
 	for (int k = 0; k < gp->n; k++)
 		if (gp->jobs[k] == j) {
 			gp->jobs[k] = gp->jobs[--gp->n];
+			if (gp->n == 0)
+				s->n_busy--;
 			mark_gpu(s, g);
 			return;
 		}
@@ -730,9 +743,12 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 	if (!oom) {
 		struct colloc_sched_running *r = &s->rs[jb->run_pos];
 
-		jb->at_peak = true;
-		r->at_peak = true;
 		r->mem_used_bytes = jb->true_mem;
+		/* The rule collocd applies, with the ramp as its reserve time. */
+		r->at_peak = colloc_sched_reserved_bytes(jb->need, r->mem_used_bytes,
+							 jb->start_ms, now,
+							 s->o->ramp_ms) == 0;
+		jb->at_peak = true;
 		mark_job(s, j);
 		/* The scheduler held max(need, true / 10) for it until now. */
 		if (jb->true_mem < jb->need)
@@ -819,6 +835,8 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 		if (g->n == MAX_PER_GPU)
 			return COLLOC_ELIMIT;
 		g->jobs[g->n++] = j;
+		if (g->n == 1)
+			s->n_busy++;
 		mark_gpu(s, r->gpus[i]);
 		if (g->n > 1)
 			for (int q = 0; q < g->n; q++)
@@ -861,6 +879,8 @@ static int schedule(struct sim *s, int64_t now)
 			.priority = jb->prio,
 			.submit_ms = jb->submit_ms,
 			.exclusive = jb->exclusive,
+			/* Its alone time, as a user's walltime would say. */
+			.walltime_ms = (int64_t)ceil(jb->work_ms),
 		};
 	}
 	rc = colloc_sched_ctx_decide(s->sc, now, s->rr, s->qs, n_q, s->ds, n_q, &n_dec,
@@ -953,23 +973,34 @@ static int profile_kind(const struct colloc_platform *plat, int kind, int64_t ba
 
 /* profile_kind() through the run's cache. */
 static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
-			 double *act, struct colloc_diag *diag)
+			 double *act, int *gtype, struct colloc_diag *diag)
 {
 	struct colloc_sim_kind info;
+	const char *gname;
 	int rc;
 
 	for (int c = 0; c < s->n_cache; c++)
 		if (s->cache[c].kind == kind && s->cache[c].batch == batch) {
 			*need = s->cache[c].need;
 			*act = s->cache[c].act;
+			*gtype = s->cache[c].gtype;
 			return 0;
 		}
 	if ((rc = profile_kind(&s->plat, kind, batch, &info, diag)))
 		return rc;
 	*need = info.mem_bytes;
 	*act = info.activity;
+	/* Gavel measured this kind at (nearly) this batch: its pairs apply. */
+	gname = colloc_interference_gavel_type(kinds[kind].name, batch);
+	*gtype = gname ? colloc_interference_type(s->im, gname) : -1;
+	/* Only where the model has no derived activity for the type (a
+	 * loaded, unfitted model has none; the builtin one has no pairs):
+	 * the formula must read the job's own activity, one scale. */
+	if (colloc_interference_activity(s->im, s->worker, *gtype) >= 0)
+		*gtype = -1;
 	if (s->n_cache < (int)(sizeof(s->cache) / sizeof(s->cache[0])))
-		s->cache[s->n_cache++] = (struct est_cache){kind, batch, *need, *act};
+		s->cache[s->n_cache++] =
+			(struct est_cache){kind, batch, *need, *act, *gtype};
 	return 0;
 }
 
@@ -1059,7 +1090,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	s.rng = o->seed;
 	s.n_jobs = trace->n_jobs;
 	s.n_gpus = c->n_nodes * c->gpus_per_node;
-	s.im = colloc_interference_builtin();
+	s.im = o->interference ? o->interference : colloc_interference_builtin();
 	/* Gavel measured K80, P100 and V100; newer GPUs use the V100 pairs
 	 * (the closest architecture measured; docs/simulator.md). Today
 	 * it changes nothing: the model's parameters are the same on every
@@ -1119,12 +1150,13 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		int64_t batch;
 		uint64_t est;
 		double e;
+		int gtype;
 
 		jb->submit_ms = tj->submit_ms;
 		if (kind < 0)
 			kind = (int)(rng_next(&s.rng) % N_MIX);
 		batch = batch_of(kind, tj->batch);
-		if ((rc = estimate_kind(&s, kind, batch, &est, &jb->act, diag)))
+		if ((rc = estimate_kind(&s, kind, batch, &est, &jb->act, &gtype, diag)))
 			goto out;
 		e = rng_normal(&s.rng) * o->est_error;
 		if (e < -0.5)
@@ -1132,9 +1164,9 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->true_mem = (uint64_t)((double)est * (1.0 + e));
 		jb->need = est;
 		/* Interference identity: the same activity the scheduler
-		 * sees, on the model's scale (sim.h). No Gavel type: a type
-		 * would make the model read its own per-type table instead. */
-		jb->ij.type = -1;
+		 * sees, on the model's scale (sim.h); the Gavel type only
+		 * selects measured pairs (estimate_kind). */
+		jb->ij.type = gtype;
 		jb->ij.activity = jb->act * COLLOC_SIM_INTERFERENCE_SCALE;
 		jb->n_gpus =
 			(unsigned char)(tj->n_gpus > c->gpus_per_node ? c->gpus_per_node
@@ -1204,9 +1236,17 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	/* Metrics. */
 	{
 		int64_t first = s.n_jobs ? trace->jobs[0].submit_ms : 0, last = first;
-		size_t n = 0, nw = 0;
-		double sum = 0, sumw = 0;
+		size_t n = 0, nw = 0, na = 0;
+		double sum = 0, sumw = 0, sum_all = 0, work = 0;
+		double *all = calloc(s.n_jobs + 1, sizeof(double));
 
+		if (!all) {
+			rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t j = 0; j < s.n_jobs; j++)
+			if (s.jobs[j].state == J_DONE && s.jobs[j].end_ms > last)
+				last = s.jobs[j].end_ms;
 		for (size_t j = 0; j < s.n_jobs; j++) {
 			const struct job *jb = &s.jobs[j];
 
@@ -1219,10 +1259,19 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 				waits[nw] = (double)(jb->first_start_ms - jb->submit_ms) /
 					    1000.0;
 				sumw += waits[nw++];
+				work += s.jobs[j].full_ms * s.jobs[j].n_gpus;
+				all[na] = out->jct_s[n - 1];
+				sum_all += all[na++];
 				out->finished++;
 				if (jb->crashed)
 					out->recoveries++;
 			} else if (jb->state == J_FAILED) {
+				/* Counted as if it ended with the run. */
+				all[na] = (double)(last > jb->submit_ms
+							   ? last - jb->submit_ms
+							   : 0) /
+					  1000.0;
+				sum_all += all[na++];
 				out->failed++;
 			} else {
 				out->jobs_lost++;
@@ -1232,6 +1281,13 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		}
 		qsort(out->jct_s, n, sizeof(double), cmp_double);
 		qsort(waits, nw, sizeof(double), cmp_double);
+		qsort(all, na, sizeof(double), cmp_double);
+		out->mean_jct_all_s = na ? sum_all / (double)na : 0;
+		out->median_jct_all_s = pct(all, na, 0.5);
+		out->p99_jct_all_s = pct(all, na, 0.99);
+		free(all);
+		out->oom_per_1k_jobs =
+			s.n_jobs ? (double)s.oom * 1000.0 / (double)s.n_jobs : 0;
 		out->jobs = s.n_jobs;
 		out->makespan_s = (double)(last - first) / 1000.0;
 		out->mean_jct_s = n ? sum / (double)n : 0;
@@ -1243,6 +1299,9 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		if (last > first && s.n_gpus) {
 			out->gpu_util = s.util_area / ((double)(last - first) * s.n_gpus);
 			out->mem_util = s.mem_area / ((double)(last - first) * s.n_gpus);
+			out->alloc_frac =
+				s.alloc_area / ((double)(last - first) * s.n_gpus);
+			out->useful_work = work / ((double)(last - first) * s.n_gpus);
 		}
 		out->energy_j = s.energy;
 		/* Utilization over time: the step function sampled evenly. */

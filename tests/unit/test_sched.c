@@ -139,6 +139,10 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			g->usable = strcmp(v, "0") != 0;
 		else if (g && strcmp(kv, "isolated") == 0)
 			g->isolated = strcmp(v, "0") != 0;
+		else if (g && strcmp(kv, "busy_until") == 0)
+			g->busy_until_ms = dur_ms(v);
+		else if (j && strcmp(kv, "walltime") == 0)
+			j->walltime_ms = dur_ms(v);
 		else if ((r || j) && strcmp(kv, "id") == 0)
 			*(r ? &r->job_id : &j->id) = strtoull(v, NULL, 10);
 		else if (r && strcmp(kv, "gpus") == 0)
@@ -171,7 +175,12 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			s->cfg.backfill = strcmp(v, "0") != 0;
 		else if (!g && !r && !j && strcmp(kv, "starve") == 0)
 			s->cfg.starve_ms = dur_ms(v);
-		else if (!g && !r && !j && strcmp(kv, "now") == 0)
+		else if (!g && !r && !j && strcmp(kv, "rule") == 0) {
+			s->cfg.backfill_rule = colloc_backfill_parse(v);
+			if (s->cfg.backfill_rule < 0)
+				fail_msg("%s:%d: unknown backfill rule '%s'", file,
+					 lineno, v);
+		} else if (!g && !r && !j && strcmp(kv, "now") == 0)
 			s->now_ms = dur_ms(v);
 		else if (!g && !r && !j && strcmp(kv, "cursor") == 0)
 			s->cursor = (int)strtol(v, NULL, 10);
@@ -235,9 +244,9 @@ static void run_scenario(void **state)
 static void test_invalid_input(void **state)
 {
 	struct colloc_sched_config cfg;
-	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true, false};
+	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true, false, 0};
 	struct colloc_sched_running r = {1, 1, {3}, 1, 0, false, 0, false};
-	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false};
+	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false, 0};
 	struct colloc_sched_state st = {&gpu, 1, NULL, 0, 0, 0};
 	struct colloc_sched_decision d[4];
 	struct colloc_diag diag = {{0}};
@@ -261,6 +270,33 @@ static void test_invalid_input(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(colloc_sched_decide(&cfg, &st, &j, 1, d, 4, &n, NULL, &diag), 0);
 	assert_int_equal(n, 1);
+}
+
+/* The start-up reservation rule collocd and the simulator share. */
+static void test_reserved_bytes(void **state)
+{
+	const uint64_t GB = 1ull << 30;
+	const int64_t min = 60 * 1000;
+
+	(void)state;
+	/* short of its need and of the reserve time: the rest is held */
+	assert_true(colloc_sched_reserved_bytes(10 * GB, 3 * GB, 0, 30000, min) ==
+		    7 * GB);
+	/* the reserve time lapses on the minute, not before */
+	assert_true(colloc_sched_reserved_bytes(10 * GB, 3 * GB, 0, min - 1, min) ==
+		    7 * GB);
+	assert_true(colloc_sched_reserved_bytes(10 * GB, 3 * GB, 0, min, min) == 0);
+	/* at its need (or above): nothing held, whatever the time */
+	assert_true(colloc_sched_reserved_bytes(10 * GB, 10 * GB, 0, 0, min) == 0);
+	assert_true(colloc_sched_reserved_bytes(10 * GB, 12 * GB, 0, 0, min) == 0);
+	/* a clock before the start (never on a monotonic one): still held */
+	assert_true(colloc_sched_reserved_bytes(10 * GB, 0, 5000, 1000, min) == 10 * GB);
+	/* extreme clocks do not overflow */
+	assert_true(colloc_sched_reserved_bytes(1, 0, INT64_MIN, INT64_MAX, min) == 0);
+	assert_true(colloc_sched_reserved_bytes(1, 0, -min, 0, min) == 0);
+	assert_string_equal(colloc_backfill_name(COLLOC_BACKFILL_EASY), "easy");
+	assert_int_equal(colloc_backfill_parse("starve"), COLLOC_BACKFILL_STARVE);
+	assert_int_equal(colloc_backfill_parse("fifo"), -1);
 }
 
 static void test_policy_names(void **state)
@@ -816,10 +852,10 @@ static void test_ctx_equivalence(void **state)
 static void test_ctx_errors(void **state)
 {
 	struct colloc_sched_config cfg;
-	struct colloc_sched_gpu gpus[2] = {{0, 1 << 30, 0, 0, true, false},
-					   {0, 1 << 30, 0, 0, true, false}};
+	struct colloc_sched_gpu gpus[2] = {{0, 1 << 30, 0, 0, true, false, 0},
+					   {0, 1 << 30, 0, 0, true, false, 0}};
 	struct colloc_sched_gpu moved = gpus[0];
-	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false};
+	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false, 0};
 	struct colloc_sched_decision d[1];
 	struct colloc_sched_ctx *ctx = NULL;
 	struct colloc_diag diag = {{0}};
@@ -882,6 +918,7 @@ int main(int argc, char **argv)
 	}
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_invalid_input);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_policy_names);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_reserved_bytes);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_random_golden);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_big_pass);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_equivalence);

@@ -406,11 +406,59 @@ static void test_window(void **state)
 	assert_true(fabs(r.median_wait_s - 99) < 1e-9);
 	assert_true(fabs(r.p99_wait_s - 158) < 1e-9);
 	colloc_sim_result_fini(&r);
+	/* The starvation rule: job 3 backfills beside job 1. (EASY would
+	 * keep it off the GPU reserved for job 2: job 3 ends after job 1.) */
 	o.window = 256;
+	o.sched.backfill_rule = COLLOC_BACKFILL_STARVE;
 	assert_int_equal(colloc_sim_run(t, &c, &o, &r, &diag), 0);
 	assert_int_equal(r.finished, 3);
 	assert_true(fabs(r.median_wait_s) < 1e-9);
 	assert_true(r.mean_wait_s < (0 + 99 + 158) / 3.0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+}
+
+/* EASY backfill (the simulator's default) against the starvation rule, on
+ * 2 GPUs, exclusive: job 2 wants both while job 1 holds one until 1000 s.
+ * EASY reserves them for it: job 3 (2000 s, would end past 1000 s) waits
+ * and job 4 (500 s) backfills, so job 2 starts at 1000 s. Under the
+ * starvation rule job 3 takes the free GPU and job 2 starts at 2002 s. */
+static void test_easy_backfill(void **state)
+{
+	static const char text[] = "id,submit_s,duration_s,gpus,model\n"
+				   "1,0,1000,1,dqn\n"
+				   "2,1,100,2,dqn\n"
+				   "3,2,2000,1,dqn\n"
+				   "4,3,500,1,dqn\n";
+	struct colloc_trace *t = parse(text);
+	struct colloc_sim_cluster c;
+	struct colloc_sim_opts o;
+	struct colloc_sim_result r;
+	struct colloc_diag diag = {{0}};
+	bool head_on_time = false;
+
+	(void)state;
+	assert_int_equal(colloc_sim_cluster_parse("1x2x40GiB", &c, &diag), 0);
+	colloc_sim_opts_init(&o);
+	assert_int_equal(o.sched.backfill_rule, COLLOC_BACKFILL_EASY);
+	o.sched.policy = COLLOC_POLICY_EXCLUSIVE;
+	o.est_error = 0;
+	assert_int_equal(colloc_sim_run(t, &c, &o, &r, &diag), 0);
+	assert_int_equal(r.finished, 4);
+	/* JCTs: 1000 (job 1), 1099 (job 2), 500 (job 4), 3098 (job 3) */
+	for (size_t k = 0; k < r.finished; k++)
+		head_on_time |= fabs(r.jct_s[k] - 1099) < 1e-9;
+	assert_true(head_on_time);
+	assert_true(fabs(r.mean_wait_s - (0 + 999 + 0 + 1098) / 4.0) < 1e-9);
+	assert_true(fabs(r.makespan_s - 3100) < 1e-9);
+	colloc_sim_result_fini(&r);
+	o.sched.backfill_rule = COLLOC_BACKFILL_STARVE;
+	assert_int_equal(colloc_sim_run(t, &c, &o, &r, &diag), 0);
+	assert_int_equal(r.finished, 4);
+	head_on_time = false;
+	for (size_t k = 0; k < r.finished; k++)
+		head_on_time |= fabs(r.jct_s[k] - 2101) < 1e-9;
+	assert_true(head_on_time);
 	colloc_sim_result_fini(&r);
 	colloc_trace_destroy(t);
 }
@@ -451,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_sharing_slows_each),
 		cmocka_unit_test(test_activity_is_predicted),
 		cmocka_unit_test(test_physical_ceiling),
+		cmocka_unit_test(test_easy_backfill),
 		cmocka_unit_test(test_gpu_type_profiles),
 		cmocka_unit_test(test_too_big_fails_not_lost),
 		cmocka_unit_test(test_cluster_specs),
