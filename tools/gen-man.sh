@@ -50,7 +50,8 @@ colloc)
 		help "$src" | verbatim
 		printf '.SH COMMANDS\nEach command'"'"'s own \\fB\\-\\-help\\fR, as printed by \\fBcolloc \\fICOMMAND\\fB \\-\\-help\\fR.\n'
 		# The commands, as `colloc --help` lists them ("  NAME ...").
-		help "$src" | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p' | while read -r cmd; do
+		# the commands are the indented words of the list before "exit status"
+		help "$src" | sed -n '/^exit status/q; s/^  \([a-z][a-z-]*\) .*/\1/p' | while read -r cmd; do
 			printf '.SS colloc %s\n' "$cmd"
 			help "$src" "$cmd" | verbatim
 		done

@@ -53,8 +53,8 @@ static const char usage[] =
 	"       is printed)\n"
 	"  2    invalid command line\n"
 	"  3    collocd could not be reached\n"
-	"  `colloc wait` exits with its job's status instead (1..255, 128+signal)\n"
-	"  or 124 when its --timeout runs out; see `colloc wait --help`.\n";
+	"  `colloc wait` exits with its job's status instead (1..255, 128+signal),\n"
+	"  124 when its --timeout runs out; see `colloc wait --help`.\n";
 
 struct command {
 	const char *name;
