@@ -5,6 +5,7 @@
  * daemon's defaults (docs/api.md) so that `colloc` and `collocd` started by
  * the same user meet without options.
  */
+#define _GNU_SOURCE /* struct ucred */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -40,7 +42,8 @@ int cli_socket_resolve(const char *opt, char *buf, size_t len)
 	else if (geteuid() == 0)
 		n = snprintf(buf, len, "/run/collocd.sock");
 	else
-		n = snprintf(buf, len, "/tmp/collocd-%u.sock", (unsigned)geteuid());
+		n = snprintf(buf, len, "/tmp/colloc-%u/collocd.sock",
+			     (unsigned)geteuid());
 	if (n < 0 || (size_t)n >= len || (size_t)n >= CLI_SOCKET_PATH_MAX)
 		return -ENAMETOOLONG;
 	/* No personal collocd: the machine's service, when there is one
@@ -56,6 +59,7 @@ int cli_client_init(struct cli_client *c, const char *socket_path)
 	struct curl_slist *h;
 
 	memset(c, 0, sizeof(*c));
+	c->fd = -1;
 	if (strlen(socket_path) >= sizeof(c->socket_path))
 		return -ENAMETOOLONG;
 	memcpy(c->socket_path, socket_path, strlen(socket_path) + 1);
@@ -213,6 +217,60 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *ud)
 	return n;
 }
 
+/*
+ * Before curl sends a byte on a fresh connection: who listens there? Anyone
+ * can create a socket at a path the user will connect to (/tmp, a squatted
+ * directory); what they must not get is the user's submit, whose
+ * environment holds tokens (issue 14). Only a collocd running as this user
+ * or as root is spoken to. (curl 7.88 ignores CURL_SOCKOPT_ALREADY_CONNECTED,
+ * curl/curl#10626, so the check runs here rather than on a socket we would
+ * connect ourselves.)
+ */
+/* curl's socket, made here so that check_peer() knows which it is. */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose,
+				 struct curl_sockaddr *addr)
+{
+	struct cli_client *c = ud;
+
+	(void)purpose;
+	c->fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+	return c->fd >= 0 ? c->fd : CURL_SOCKET_BAD;
+}
+
+static int check_peer(void *ud, char *ip, char *local_ip, int port, int local_port)
+{
+	struct cli_client *c = ud;
+	curl_socket_t fd = c->fd;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+
+	(void)ip;
+	(void)local_ip;
+	(void)port;
+	(void)local_port;
+	if (fd < 0) {
+		snprintf(c->peer_err, sizeof(c->peer_err),
+			 "cannot see the connection to check who listens there");
+		return CURL_PREREQFUNC_ABORT;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+		snprintf(c->peer_err, sizeof(c->peer_err),
+			 "cannot read the credentials of the process listening there: %s",
+			 strerror(errno));
+		return CURL_PREREQFUNC_ABORT;
+	}
+	if (cr.uid != geteuid() && cr.uid != 0) {
+		snprintf(c->peer_err, sizeof(c->peer_err),
+			 "the process listening there (pid %ld) runs as uid %u, neither "
+			 "you (uid %u) nor root: not sending it anything (another user "
+			 "may "
+			 "have put a socket where collocd's should be)",
+			 (long)cr.pid, (unsigned)cr.uid, (unsigned)geteuid());
+		return CURL_PREREQFUNC_ABORT;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
 int cli_client_request(struct cli_client *c, const char *method, const char *path,
 		       const char *body, struct cli_response *r)
 {
@@ -225,6 +283,7 @@ int cli_client_request(struct cli_client *c, const char *method, const char *pat
 
 	cli_response_fini(r);
 	c->err[0] = '\0';
+	c->peer_err[0] = '\0';
 	n = snprintf(url, sizeof(url), "http://localhost%s", path);
 	if (n < 0 || (size_t)n >= sizeof(url)) {
 		snprintf(c->err, sizeof(c->err), "request path too long");
@@ -234,6 +293,11 @@ int cli_client_request(struct cli_client *c, const char *method, const char *pat
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
+	/* c->fd stays: a reused connection keeps the socket opened for it */
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, check_peer);
+	curl_easy_setopt(h, CURLOPT_PREREQDATA, c);
 	/* An http_proxy in the environment must not capture a local socket. */
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -274,6 +338,10 @@ int cli_client_request(struct cli_client *c, const char *method, const char *pat
 		return CLI_CLIENT_ENOMEM;
 	}
 	curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+	if (c->peer_err[0]) {
+		snprintf(c->err, sizeof(c->err), "%s", c->peer_err);
+		return CLI_CLIENT_EPEER;
+	}
 	if (res == CURLE_COULDNT_CONNECT) {
 		/* The errno of connect(2) says it best: "No such file or
 		 * directory", "Connection refused", "Permission denied". */
@@ -323,6 +391,10 @@ int cli_client_result(const struct cli_client *c, int rc, const struct cli_respo
 	}
 	if (rc == CLI_CLIENT_ETRANSPORT) {
 		cli_error("collocd at %s did not answer: %s", c->socket_path, c->err);
+		return CLI_UNREACHABLE;
+	}
+	if (rc == CLI_CLIENT_EPEER) {
+		cli_error("refusing collocd at %s: %s", c->socket_path, c->err);
 		return CLI_UNREACHABLE;
 	}
 	if (rc) {

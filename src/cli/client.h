@@ -41,6 +41,8 @@ enum {
 	CLI_CLIENT_ETRANSPORT = -2, /* connected, but no complete answer */
 	CLI_CLIENT_ETOOBIG = -3, /* the answer exceeded CLI_CLIENT_MAX_BODY */
 	CLI_CLIENT_ENOMEM = -4,
+	CLI_CLIENT_EPEER = -5, /* what listens there is not this user's or
+				* root's: nothing was sent */
 };
 
 struct cli_client {
@@ -49,6 +51,10 @@ struct cli_client {
 	struct curl_slist *headers; /* Content-Type and an empty Expect */
 	char err[256]; /* why the last request failed */
 	long timeout_ms; /* a whole request; 0 = CLI_CLIENT_REQUEST_TIMEOUT_MS */
+	/* Before anything is sent the peer is checked: only a collocd running
+	 * as this user or as root is spoken to (SO_PEERCRED). */
+	char peer_err[256]; /* why the peer was refused, "" if it was not */
+	int fd; /* the request's socket (curl owns it), -1 before */
 };
 
 struct cli_response {
@@ -66,7 +72,7 @@ struct cli_response {
  * Where collocd listens: opt (a --socket value) when not NULL, else
  * $COLLOC_SOCKET when set and non-empty, else $XDG_RUNTIME_DIR/collocd.sock
  * when XDG_RUNTIME_DIR is set, else /run/collocd.sock for root, else
- * /tmp/collocd-UID.sock; when that default does not exist but
+ * /tmp/colloc-UID/collocd.sock; when that default does not exist but
  * CLI_SYSTEM_SOCKET does, CLI_SYSTEM_SOCKET. Writes it to buf. Returns 0, or
  * -ENAMETOOLONG when it does not fit in buf or in a socket address (buf then holds as
  * much of it as fits, for the message).

@@ -36,7 +36,7 @@ static const char gpus_usage[] =
 	"                  simulated GPUs), sim:NxSIZE[,path=FILE] (create them)\n"
 	"  --socket PATH   collocd's socket; an explicit one that does not answer\n"
 	"                  is an error (default: $COLLOC_SOCKET, else\n"
-	"                  $XDG_RUNTIME_DIR/collocd.sock, else /tmp/collocd-UID.sock;\n"
+	"                  $XDG_RUNTIME_DIR/collocd.sock, else /tmp/colloc-UID/collocd.sock;\n"
 	"                  when no daemon answers there, the backend sim is read)\n"
 	"  --json          print one JSON object (from collocd: its answer as is)\n"
 	"  -h, --help      this help\n"

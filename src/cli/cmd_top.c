@@ -57,7 +57,7 @@ static const char top_usage[] =
 	"                       happens when stdin or stdout is not a terminal)\n"
 	"  --socket PATH        collocd's socket (default: $COLLOC_SOCKET, else\n"
 	"                       $XDG_RUNTIME_DIR/collocd.sock, else\n"
-	"                       /tmp/collocd-UID.sock; /run/collocd.sock for root)\n"
+	"                       /tmp/colloc-UID/collocd.sock; /run/collocd.sock for root)\n"
 	"  -h, --help           this help\n"
 	"\n"
 	"A value collocd does not report shows as \"-\". When collocd goes away\n"

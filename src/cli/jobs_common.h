@@ -31,7 +31,7 @@ struct cli_client;
 #define CLI_SOCKET_HELP                                                             \
 	"  --socket PATH      collocd's socket (default: $COLLOC_SOCKET, else\n"    \
 	"                     $XDG_RUNTIME_DIR/collocd.sock, else\n"                \
-	"                     /tmp/collocd-UID.sock; /run/collocd.sock for root;\n" \
+	"                     /tmp/colloc-UID/collocd.sock; /run/collocd.sock for root;\n" \
 	"                     when that does not exist, the service's\n"            \
 	"                     /run/colloc/collocd.sock)\n"
 

@@ -45,7 +45,7 @@ static const char usage[] =
 	"\n"
 	"--socket PATH (before COMMAND, or among its options) says where collocd\n"
 	"listens; default $COLLOC_SOCKET, else $XDG_RUNTIME_DIR/collocd.sock, else\n"
-	"/tmp/collocd-UID.sock (/run/collocd.sock for root).\n"
+	"/tmp/colloc-UID/collocd.sock (/run/collocd.sock for root).\n"
 	"\n"
 	"exit status:\n"
 	"  0    success\n"

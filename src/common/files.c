@@ -2,10 +2,12 @@
  * files.c — directory listing for the zoo and platform lookups, and the
  * mkdir -p that collocd makes its state directories with.
  */
+#define _XOPEN_SOURCE 700 /* S_ISVTX */
 #include "common/files.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -72,5 +74,43 @@ int colloc__mkdir_p(const char *path, mode_t mode, struct colloc_diag *diag)
 		if (k < n)
 			buf[k] = '/';
 	}
+	return 0;
+}
+
+int colloc__check_owned(const char *path, enum colloc_owned kind, uid_t uid,
+			struct colloc_diag *diag)
+{
+	struct stat sb;
+	bool dir = kind != COLLOC_OWNED_FILE;
+	bool root_ok = kind == COLLOC_OWNED_SOCKET_DIR;
+
+	if (lstat(path, &sb) != 0) {
+		int err = errno;
+
+		if (err == ENOENT && kind == COLLOC_OWNED_FILE)
+			return 0;
+		return colloc_diag_set(diag, -err, "%s: %s", path, strerror(err));
+	}
+	if (dir ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode))
+		return colloc_diag_set(
+			diag, COLLOC_EUSAGE,
+			"%s is not a %s (a link or something else there is "
+			"not trusted)",
+			path, dir ? "directory" : "regular file");
+	if (sb.st_uid != uid && !(root_ok && sb.st_uid == 0))
+		return colloc_diag_set(
+			diag, COLLOC_EUSAGE,
+			"%s belongs to uid %u, not to uid %u: another user may "
+			"have made it to see or steer this collocd's jobs; "
+			"remove it, or choose another path",
+			path, (unsigned)sb.st_uid, (unsigned)uid);
+	if ((sb.st_mode & S_IWGRP) ||
+	    ((sb.st_mode & S_IWOTH) && !(root_ok && (sb.st_mode & S_ISVTX))))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "%s is writable by %s (mode %04o): others could "
+				       "replace what collocd keeps there; chmod go-w it",
+				       path,
+				       (sb.st_mode & S_IWGRP) ? "its group" : "everyone",
+				       (unsigned)(sb.st_mode & 07777));
 	return 0;
 }

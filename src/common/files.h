@@ -27,4 +27,23 @@ int colloc__list_stems(const char *dir, const char *suffix, char **names, int ca
  */
 int colloc__mkdir_p(const char *path, mode_t mode, struct colloc_diag *diag);
 
+/* What colloc__check_owned() accepts. */
+enum colloc_owned {
+	COLLOC_OWNED_DIR, /* a directory (not a link) */
+	COLLOC_OWNED_FILE, /* a regular file (not a link); absent is fine */
+	COLLOC_OWNED_SOCKET_DIR, /* a directory; root's is fine too, and one
+				  * others may write only when sticky */
+};
+
+/*
+ * Refuse a path another user could tamper with: it must be of the kind
+ * asked, owned by uid, and writable by nobody else (group or others). For a
+ * socket's directory, root-owned ones (/run) and sticky world-writable ones
+ * (/tmp: nobody can replace another's entry there) are fine. Returns 0, or
+ * COLLOC_EUSAGE / a negated errno with a message that names the path, its
+ * owner and mode and what to do about it.
+ */
+int colloc__check_owned(const char *path, enum colloc_owned kind, uid_t uid,
+			struct colloc_diag *diag);
+
 #endif

@@ -149,8 +149,10 @@ void cd_config_defaults(struct cd_config *cfg)
 	if (uid == 0)
 		snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/collocd.sock");
 	else if (!join_path(cfg->socket_path, getenv("XDG_RUNTIME_DIR"), "/collocd.sock"))
+		/* in a directory of its own: /tmp itself lets anyone take the
+		 * name first */
 		snprintf(cfg->socket_path, sizeof(cfg->socket_path),
-			 "/tmp/collocd-%lu.sock", (unsigned long)uid);
+			 "/tmp/colloc-%lu/collocd.sock", (unsigned long)uid);
 	default_state_dir(cfg->state_dir, uid);
 	/* join_path() left room for this */
 	snprintf(cfg->db_path, sizeof(cfg->db_path), "%s/collocd.db", cfg->state_dir);

@@ -70,12 +70,12 @@ struct cd_listen {
 
 /*
  * Defaults: gpus "auto", socket $XDG_RUNTIME_DIR/collocd.sock (else
- * /tmp/collocd-UID.sock), db and state_dir under $XDG_STATE_HOME/collocd
+ * /tmp/colloc-UID/collocd.sock), db and state_dir under $XDG_STATE_HOME/collocd
  * (else ~/.local/state/collocd; /var/lib/collocd when root), policy
  * estimate-aware, headroom 512 MiB, util_bound 1.0, backfill on, starve
  * 30 min, time-slicing, sample 1 s, admin_group "", default_mem 8 GiB,
  * default_util 0.5, OOM policy per oom.h, kill_grace 10 s, reserve 60 s,
- * metrics "" (no TCP port opened).
+ * metrics "" (no TCP port opened), retention 30 days.
  */
 void cd_config_defaults(struct cd_config *cfg);
 

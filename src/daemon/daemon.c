@@ -301,6 +301,22 @@ void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
 	}
 }
 
+/* The database and its directory are collocd's own, like the state dir. */
+static int check_db_path(const char *db, uid_t uid, struct colloc_diag *diag)
+{
+	char dir[CD_PATH_MAX];
+	const char *slash = strrchr(db, '/');
+	int rc;
+
+	if (slash && slash != db && (size_t)(slash - db) < sizeof(dir)) {
+		memcpy(dir, db, (size_t)(slash - db));
+		dir[slash - db] = '\0';
+		if ((rc = colloc__check_owned(dir, COLLOC_OWNED_DIR, uid, diag)))
+			return rc;
+	}
+	return colloc__check_owned(db, COLLOC_OWNED_FILE, uid, diag);
+}
+
 int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 		     void (*log)(const char *line), struct cd_daemon **out,
 		     struct colloc_diag *diag)
@@ -327,6 +343,13 @@ int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 	if ((rc = colloc__mkdir_p(cfg->state_dir, 0755, diag)) ||
 	    (rc = colloc__mkdir_p(d->logs_dir, 0755, diag)) ||
 	    (rc = colloc__mkdir_p(d->status_dir, 0700, diag)))
+		goto fail;
+	/* What collocd keeps and hands to jobs must be its own: a state dir
+	 * another user made first could hold planted logs (issue 14). */
+	if ((rc = colloc__check_owned(cfg->state_dir, COLLOC_OWNED_DIR, d->euid, diag)) ||
+	    (rc = colloc__check_owned(d->logs_dir, COLLOC_OWNED_DIR, d->euid, diag)) ||
+	    (rc = colloc__check_owned(d->status_dir, COLLOC_OWNED_DIR, d->euid, diag)) ||
+	    (rc = check_db_path(cfg->db_path, d->euid, diag)))
 		goto fail;
 	if (strcmp(spec, "auto") == 0) {
 		char note[512] = "";

@@ -40,7 +40,8 @@ static const char usage[] =
 	"                       else SPEC). Simulated GPUs without path= live in\n"
 	"                       STATE_DIR/gpus.sim (or $COLLOC_SIM_STATE)\n"
 	"  --socket PATH        API socket (default $XDG_RUNTIME_DIR/collocd.sock,\n"
-	"                       /tmp/collocd-UID.sock; /run/collocd.sock as root)\n"
+	"                       /tmp/colloc-UID/collocd.sock; /run/collocd.sock as "
+	"root)\n"
 	"  --db PATH            job database (default STATE_DIR/collocd.db)\n"
 	"  --state-dir DIR      logs/ and status/ (default $XDG_STATE_HOME/collocd,\n"
 	"                       ~/.local/state/collocd; /var/lib/collocd as root)\n"
@@ -74,25 +75,43 @@ static void log_line(const char *line)
 	fprintf(stderr, "%s collocd: %s\n", ts, line);
 }
 
-/* One collocd per state directory: a second would fight over jobs. */
-static int lock_state_dir(const char *dir)
+/* An exclusive lock on lock_path, held while collocd runs: a second
+ * collocd on the same what (named by name) would fight over its jobs. */
+static int lock_file(const char *lock_path, const char *what, const char *name)
 {
-	char path[CD_PATH_MAX + 32];
-	int fd;
+	int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
-	snprintf(path, sizeof(path), "%s/collocd.lock", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		fprintf(stderr, "collocd: error: cannot open %s: %s\n", path,
+		fprintf(stderr, "collocd: error: cannot open %s: %s\n", lock_path,
 			strerror(errno));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		fprintf(stderr, "collocd: error: another collocd is using %s\n", dir);
+		fprintf(stderr, "collocd: error: another collocd is using the %s %s\n",
+			what, name);
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* One collocd per state directory and one per database (two state dirs
+ * may name the same database). Returns 0, or -1 after saying why. */
+static int lock_state(const struct cd_config *cfg, int *lock, int *db_lock)
+{
+	char path[CD_PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/collocd.lock", cfg->state_dir);
+	*lock = lock_file(path, "state directory", cfg->state_dir);
+	if (*lock < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s.lock", cfg->db_path);
+	*db_lock = lock_file(path, "database", cfg->db_path);
+	if (*db_lock < 0) {
+		close(*lock);
+		return -1;
+	}
+	return 0;
 }
 
 /* collocd's options (getopt_long: --opt VALUE, --opt=VALUE, unique
@@ -320,18 +339,31 @@ static int resolve_gpus(struct cd_config *cfg)
 int main(int argc, char **argv)
 {
 	struct colloc_diag diag = {{0}};
-	struct cd_config cfg;
+	struct cd_config cfg, defaults;
 	struct cd_daemon *d = NULL;
 	const char *config_read = NULL;
 	bool print = false;
-	int rc, lock;
+	int rc, lock, db_lock;
 
+	/* Files collocd makes are its own to write: a permissive umask must
+	 * not make its state dir group-writable (which it then refuses). */
+	umask(022);
 	cd_config_defaults(&cfg);
+	defaults = cfg;
 	rc = load_config(argc, argv, &cfg, &config_read);
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	if ((rc = apply_options(argc, argv, &cfg, &print)))
 		return rc;
+	/* The database lives in the state dir unless it was named
+	 * (--help: "default STATE_DIR/collocd.db"). */
+	if (strcmp(cfg.db_path, defaults.db_path) == 0 &&
+	    strcmp(cfg.state_dir, defaults.state_dir) != 0 &&
+	    (size_t)snprintf(cfg.db_path, sizeof(cfg.db_path), "%s/collocd.db",
+			     cfg.state_dir) >= sizeof(cfg.db_path)) {
+		fprintf(stderr, "collocd: error: state_dir path too long\n");
+		return 2;
+	}
 	if (print) {
 		printf("# config file: %s\n", config_read ? config_read : "none");
 		return cd_config_write(&cfg, stdout) ? 1 : 0;
@@ -348,15 +380,20 @@ int main(int argc, char **argv)
 			colloc_strerror(rc));
 		return 1;
 	}
-	lock = lock_state_dir(cfg.state_dir);
-	if (lock < 0)
+	if (colloc__check_owned(cfg.state_dir, COLLOC_OWNED_DIR, geteuid(), &diag)) {
+		fprintf(stderr, "collocd: error: state_dir: %s\n", diag.msg);
+		return 1;
+	}
+	if (lock_state(&cfg, &lock, &db_lock))
 		return 1;
 	if (resolve_gpus(&cfg)) {
+		close(db_lock);
 		close(lock);
 		return 1;
 	}
 	if (cd_daemon_create(&cfg, cd_now_read(), log_line, &d, &diag) != 0) {
 		fprintf(stderr, "collocd: error: %s\n", diag.msg);
+		close(db_lock);
 		close(lock);
 		return 1;
 	}
@@ -376,6 +413,7 @@ int main(int argc, char **argv)
 	else
 		log_line("stopped; running jobs continue under their supervisors");
 	cd_daemon_destroy(d);
+	close(db_lock);
 	close(lock);
 	return rc ? 1 : 0;
 }

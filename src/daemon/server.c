@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/files.h"
 #include "daemon/api.h"
 #include "daemon/metrics.h"
 
@@ -267,6 +268,26 @@ static int listen_unix(const char *path, mode_t mode, struct colloc_diag *diag)
 				       "socket path '%s' is longer than %zu bytes", path,
 				       sizeof(sa.sun_path) - 1);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* Clients trust whoever listens here: the directory must be one no
+	 * other user can put a socket into (issue 14). A missing last
+	 * directory (the default /tmp/colloc-UID) is made private. */
+	{
+		char dir[sizeof(sa.sun_path)];
+		const char *slash = strrchr(path, '/');
+		int rc;
+
+		if (slash && slash != path) {
+			memcpy(dir, path, (size_t)(slash - path));
+			dir[slash - path] = '\0';
+			if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+				return colloc_diag_set(diag, -errno,
+						       "cannot create %s: %s", dir,
+						       strerror(errno));
+			if ((rc = colloc__check_owned(dir, COLLOC_OWNED_SOCKET_DIR,
+						      geteuid(), diag)))
+				return rc;
+		}
+	}
 	if (lstat(path, &sb) == 0) {
 		int probe;
 

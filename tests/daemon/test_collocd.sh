@@ -336,6 +336,40 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/d
 	waitall users "$r"
 	check users-cancelled test "$(state_of users "$r")" = cancelled
 	stop users
+
+	# Squatting (issue 14): another user's socket where collocd's should be
+	# gets nothing from the CLI, and collocd refuses a state dir, database
+	# or socket directory another user made or can write.
+	mkdir "$T/squat"
+	chown colloc-it2 "$T/squat"
+	runuser -u colloc-it2 -- /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+c, _ = s.accept(); data = c.recv(65536)
+open(sys.argv[2], "wb").write(data); time.sleep(5)' "$T/squat/collocd.sock" "$T/squat/got" &
+	sq=$!
+	k=0
+	while [ ! -S "$T/squat/collocd.sock" ] && [ $k -lt 50 ]; do sleep 0.1; k=$((k + 1)); done
+	expect squat-refused 3 'runs as uid [0-9]+, neither you' \
+		"$colloc" --socket "$T/squat/collocd.sock" submit --mem 1GiB -- env SECRET=token
+	check squat-got-nothing test ! -s "$T/squat/got"
+	kill "$sq" 2>/dev/null
+	wait "$sq" 2>/dev/null
+	expect squat-state-dir 1 "belongs to uid [0-9]+, not to uid 0" \
+		"$collocd" --no-config --socket "$T/sq1.sock" --db "$T/sq1.db" --state-dir "$T/squat" \
+		--gpus "sim:1x8GiB,path=$T/sq1.state"
+	mkdir -m 775 "$T/gw"
+	chmod 775 "$T/gw"
+	expect squat-group-writable 1 "writable by its group" \
+		"$collocd" --no-config --socket "$T/sq2.sock" --db "$T/sq2.db" --state-dir "$T/gw" \
+		--gpus "sim:1x8GiB,path=$T/sq2.state"
+	expect squat-socket-dir 1 "belongs to uid [0-9]+, not to uid 0" \
+		"$collocd" --no-config --socket "$T/squat/x.sock" --db "$T/sq3.db" \
+		--state-dir "$T/sq3" --gpus "sim:1x8GiB,path=$T/sq3.state"
+	runuser -u colloc-it2 -- touch "$T/squat/other.db"
+	expect squat-db 1 "belongs to uid [0-9]+" \
+		"$collocd" --no-config --socket "$T/sq4.sock" --db "$T/squat/other.db" \
+		--state-dir "$T/sq4" --gpus "sim:1x8GiB,path=$T/sq4.state"
 else
 	echo "skip: users (needs root, useradd and runuser)"
 fi
