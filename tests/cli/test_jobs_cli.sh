@@ -141,7 +141,8 @@ is "$(jq_py 'len(j["gpus"]), "mem_reserved_bytes" in j["gpus"][0]')" "2 True" \
 expect gpus-direct 0 "processes \(pid:memory\)" "$colloc" gpus --gpus "sim:path=$T/s.state"
 
 # --- submit, queue, show, wait, logs ------------------------------------------
-id1=$(submit_job --mem 1GiB --name sj -- "$simjob" --mem 1GiB --duration 3s)
+# long enough to still run when `gpus` looks for it on a loaded machine
+id1=$(submit_job --mem 1GiB --name sj -- "$simjob" --mem 1GiB --duration 8s)
 is "${id1:+yes}" yes "submit simjob: 'submitted job N' ($(cat "$T/err"))"
 id3=$(submit_job --mem 256MiB /bin/sh -c 'echo hi; echo oops >&2; exit 3')
 is "${id3:+yes}" yes "submit exit-3 job: 'submitted job N' ($(cat "$T/err"))"
