@@ -673,6 +673,7 @@ static _Noreturn void job_run(const struct sup_ctx *c, const gid_t *groups,
 			      size_t ngroups, int err_fd)
 {
 	const struct cd_launch_spec *s = c->spec;
+	pid_t sup = getppid();
 	struct sigaction sa;
 	sigset_t none;
 	int e;
@@ -702,6 +703,13 @@ static _Noreturn void job_run(const struct sup_ctx *c, const gid_t *groups,
 	/* After the switch, so that the user's own permissions apply. */
 	if (chdir(s->cwd) != 0)
 		job_fail(err_fd, STAGE_CHDIR, errno);
+	/* The job dies with its supervisor: one killed by SIGKILL cannot stop
+	 * it, and a job nobody supervises would keep its GPU memory under no
+	 * job, beyond cancel (issue 14). Set after the user switch, which
+	 * clears it; a supervisor that is already gone means no job. */
+	if (prctl(PR_SET_PDEATHSIG, (unsigned long)SIGKILL, 0L, 0L, 0L) != 0 ||
+	    getppid() != sup)
+		job_fail(err_fd, STAGE_EXEC, ESRCH);
 	e = exec_search(s->argv[0], unconst_vec(s->argv), c->envp, c->path);
 	job_fail(err_fd, STAGE_EXEC, e);
 }

@@ -521,6 +521,23 @@ static void test_cancel(void **state)
 	assert_true(diag.msg[0] != '\0');
 }
 
+/* A supervisor killed with SIGKILL (which it cannot forward) takes its
+ * job with it: no job runs on, holding GPU memory, under nobody. */
+static void test_supervisor_killed(void **state)
+{
+	const struct fixture *f = *state;
+	static const char *const argv[] = {"sleep", "20", NULL};
+	struct cd_launch_spec s;
+	struct cd_launch_result res;
+
+	spec_init(f, &s, argv, env_std);
+	launch_ok(&s, &res);
+	assert_true(cd_supervisor_alive(res.sup_pid, res.sup_start));
+	assert_int_equal(kill((pid_t)res.sup_pid, SIGKILL), 0);
+	assert_int_equal(waitpid((pid_t)res.sup_pid, NULL, 0), (pid_t)res.sup_pid);
+	assert_true(wait_dead(res.job_pgid));
+}
+
 static void test_cancel_needs_kill(void **state)
 {
 	const struct fixture *f = *state;
@@ -1064,6 +1081,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_cwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signal_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_supervisor_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_needs_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_reaped, setup, teardown),
