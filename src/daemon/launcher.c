@@ -67,6 +67,10 @@
 
 /* What went wrong, sent from the job child to the supervisor (exec error
  * pipe) or from the supervisor to the daemon (handshake pipe). */
+/* Bytes reserved beside a running job for its final status (a status file
+ * is well under this: status_format() writes at most 2 KiB). */
+#define STATUS_RESERVE 4096
+
 enum stage {
 	STAGE_NONE = 0,
 	/* job child -> supervisor */
@@ -994,6 +998,35 @@ static void setup_message(char *buf, size_t cap, const struct cd_launch_spec *s,
  * revocation (cd_launch_reconcile() unlinking the intent) wins. Returns 0 or
  * -errno (-ENOENT: revoked).
  */
+/* The status, written into the claim's reserved blocks and renamed over
+ * the status name: what status_write() does with a temporary file, without
+ * needing a free block. 0 or -errno. */
+static int status_write_reserved(const struct sup_ctx *c, const struct cd_status *st)
+{
+	char text[2048];
+	size_t len = status_format(st, text, sizeof(text));
+	int fd, rc = 0;
+
+	if (len == 0 || len > STATUS_RESERVE)
+		return -EOVERFLOW;
+	fd = openat(c->dir_fd, c->sup_name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, text, len, 0) != (ssize_t)len)
+		rc = errno ? -errno : -EIO;
+	if (rc == 0 && ftruncate(fd, (off_t)len) != 0)
+		rc = -errno;
+	if (rc == 0 && fsync(fd) != 0)
+		rc = -errno;
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && renameat(c->dir_fd, c->sup_name, c->dir_fd, c->status_base) != 0)
+		rc = -errno;
+	if (rc == 0)
+		fsync(c->dir_fd);
+	return rc;
+}
+
 static int sup_claim(const struct sup_ctx *c)
 {
 	char line[64];
@@ -1005,6 +1038,12 @@ static int sup_claim(const struct sup_ctx *c)
 	n = snprintf(line, sizeof(line), "%lld %llu\n", (long long)getpid(),
 		     (unsigned long long)cd_process_start_ticks(getpid()));
 	rc = write_all(fd, line, (size_t)n);
+	/* The blocks the status will need, taken now: a state filesystem that
+	 * fills up while the job runs (its own log, say) must not cost the
+	 * record of how it ended (status_write_reserved). Without them the
+	 * job still runs. */
+	if (rc == 0)
+		(void)posix_fallocate(fd, 0, STATUS_RESERVE);
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
@@ -1090,7 +1129,8 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	/* Whatever the job left in its group would keep GPU memory. */
 	kill(-job, SIGKILL);
 	sup_reap(job, LEFTOVER_WAIT_MS);
-	if (status_write(c->dir_fd, c->status_base, &st) != 0)
+	if (status_write(c->dir_fd, c->status_base, &st) != 0 &&
+	    status_write_reserved(c, &st) != 0)
 		_exit(1);
 	/* The status says everything the claim did, and more. */
 	unlinkat(c->dir_fd, c->sup_name, 0);

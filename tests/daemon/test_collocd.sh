@@ -229,6 +229,22 @@ for point in launch-before-fork launch-after-fork; do
 	rm -rf "$T/fault"
 done
 
+# --- F2. a state filesystem that fills up while a job runs (its own log): the
+# job's end is still recorded from the blocks its supervisor reserved (root, and
+# a tmpfs mount, needed; skipped otherwise) -----------------------------------------
+mkdir -p "$T/full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m tmpfs "$T/full" 2>/dev/null; then
+	start full 1x8GiB --state-dir "$T/full/state" || exit 1
+	id=$(submit full --mem 1GiB -- sh -c 'head -c 8000000 /dev/zero || true; exit 0')
+	waitall full "$id"
+	check full-recorded test "$(state_of full "$id")" = done
+	check full-exit-0 test "$(field "$(c full show "$id" --json)" exit_code)" = 0
+	stop full
+	umount "$T/full"
+else
+	echo "SKIP full-state-dir: needs root and a tmpfs mount"
+fi
+
 # --- G. sharing = mps: one MPS control daemon per GPU (a fake that records
 # its calls), each job an MPS client with its own SM share and memory limit ---
 fake_mps="$(cd "$(dirname "$0")/.." && pwd)/fake/fake-mps-control"
