@@ -156,7 +156,10 @@ double colloc_interference_speed(const struct colloc_interference *m, int w,
  * busy fraction when alone (the simulator passes its SM activity; values
  * are clamped to [0, 1]); busy NULL means the jobs' .activity. So k jobs
  * of busy fraction a progress together at most min(k, 1/a) times as fast
- * as one. n <= 0 does nothing; n == 1 gives 1. O(n) pow calls; speeds is
+ * as one. Two jobs whose pair is measured both ways keep the measured
+ * speeds: a measurement is within the ceiling by construction (where the
+ * busy fractions say otherwise, they are what is wrong). n <= 0 does
+ * nothing; n == 1 gives 1. O(n) pow calls; speeds is
  * caller-owned with room for n values.
  */
 void colloc_interference_gpu_speeds(const struct colloc_interference *m, int w,

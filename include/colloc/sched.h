@@ -18,6 +18,8 @@
  *    placements made earlier in the same pass count the same way;
  *  - `estimate-aware` also requires the GPU's predicted activity (the sum
  *    of its jobs' predictions) plus the job's to stay <= util_bound;
+ *  - `request` and `fgd` also require the declared shares (gpu_milli) on
+ *    the GPU plus the job's to stay <= 1000;
  *  - a multi-GPU job gets all its GPUs on one node;
  *  - isolated GPUs (MIG instances) take one single-GPU job each, and are
  *    preferred, smallest memory first, whatever the policy;
@@ -60,6 +62,14 @@ enum colloc_policy {
 	COLLOC_POLICY_LEAST_UTILIZED,
 	COLLOC_POLICY_ESTIMATE_AWARE, /* fits with headroom and predicted
 				       * combined activity under a bound */
+	/* Trust the jobs' declarations, as Kubernetes GPU sharing and Slurm
+	 * shards do: a GPU takes jobs while their declared shares (gpu_milli)
+	 * sum to at most 1000 and their memory (mem_need_bytes, the declared
+	 * memory) fits; the tightest share fit first (bin packing). */
+	COLLOC_POLICY_REQUEST,
+	/* The same gates; the GPU whose node's expected fragmentation grows
+	 * least (FGD, Weng et al., ATC '23; see colloc_sched_config.classes). */
+	COLLOC_POLICY_FGD,
 	COLLOC_POLICY_COUNT_
 };
 
@@ -94,6 +104,7 @@ struct colloc_sched_running {
 	bool at_peak;
 	double util_pred; /* predicted activity, 0..1 */
 	bool exclusive; /* holds its GPUs alone */
+	int gpu_milli; /* declared share of each GPU, 1..1000; 0: all of it */
 };
 
 struct colloc_sched_job {
@@ -105,7 +116,24 @@ struct colloc_sched_job {
 	int64_t submit_ms;
 	bool exclusive; /* needs GPUs of its own (e.g. after OOM retries) */
 	int64_t walltime_ms; /* expected run time; 0: unknown (EASY backfill) */
+	/* Declared share of each of its GPUs in thousandths, 1..1000 (a
+	 * Kubernetes GPU-sharing request, Slurm shards); 0: a whole GPU. Read
+	 * by `request` and `fgd` only. */
+	int gpu_milli;
 };
+
+/*
+ * One class of request in the workload that `fgd` expects (FGD's target
+ * workload): n_gpus GPUs of gpu_milli each (0: whole GPUs), weighted by
+ * count (how many jobs of the workload ask for it).
+ */
+struct colloc_sched_class {
+	int n_gpus;
+	int gpu_milli;
+	uint32_t count;
+};
+
+#define COLLOC_SCHED_MAX_CLASSES 64
 
 /* What keeps a job that cannot start from starving (see the rules above). */
 enum colloc_backfill_rule {
@@ -120,6 +148,11 @@ struct colloc_sched_config {
 	bool backfill;
 	int backfill_rule; /* enum colloc_backfill_rule */
 	int64_t starve_ms; /* COLLOC_BACKFILL_STARVE, see above */
+	/* `fgd`: the expected workload, classes[0..n_classes) (at most
+	 * COLLOC_SCHED_MAX_CLASSES are read; copied by a context); none: the
+	 * classes of the pass's own queue, one count per job. Not owned. */
+	const struct colloc_sched_class *classes;
+	int n_classes;
 };
 
 /* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on with
@@ -200,6 +233,7 @@ struct colloc_sched_load {
 	int n_jobs;
 	bool exclusive; /* one of them holds the GPU alone */
 	bool unusual; /* a prediction too large or not a number */
+	int milli; /* their declared shares' sum (0 read as 1000 each) */
 };
 
 void colloc_sched_load_add(struct colloc_sched_load *load,

@@ -31,7 +31,9 @@ static const char sim_usage[] =
 	"  --cluster SPEC      NODESxGPUSxTYPE, e.g. 16x8xA100-40GB, or 4x8x40GiB\n"
 	"  --policy LIST       exclusive, round-robin, most-free-memory, "
 	"least-utilized,\n"
-	"                      estimate-aware (default: exclusive,estimate-aware)\n"
+	"                      estimate-aware, request (trusts declared GPU shares\n"
+	"                      and memory), fgd (fragmentation-aware packing of\n"
+	"                      declared shares) (default: exclusive,estimate-aware)\n"
 	"  --seed N            random seed of job identities and estimate errors (1)\n"
 	"  --jobs N            use the first N jobs of the trace\n"
 	"  --headroom SIZE     memory kept free on every GPU (512MiB)\n"
@@ -409,7 +411,8 @@ int cmd_sim(int argc, char **argv)
 
 		if (k < 0 || n_pol == MAX_POLICIES) {
 			cli_error("--policy: '%s' is not one of exclusive, round-robin, "
-				  "most-free-memory, least-utilized, estimate-aware",
+				  "most-free-memory, least-utilized, estimate-aware, "
+				  "request, fgd",
 				  p);
 			return CLI_USAGE;
 		}

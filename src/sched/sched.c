@@ -31,9 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const policy_names[COLLOC_POLICY_COUNT_] = {
-	"exclusive", "round-robin", "most-free-memory", "least-utilized",
-	"estimate-aware"};
+static const char *const policy_names[COLLOC_POLICY_COUNT_] = {"exclusive",
+							       "round-robin",
+							       "most-free-memory",
+							       "least-utilized",
+							       "estimate-aware",
+							       "request",
+							       "fgd"};
 
 const char *colloc_policy_name(int policy)
 {
@@ -106,6 +110,7 @@ struct wgpu {
 	int64_t avail;
 	bool closed; /* unusable or held by an exclusive job */
 	bool isolated; /* a MIG instance: one job, best fit (sched.h) */
+	int milli; /* declared shares of its jobs (request, fgd) */
 };
 
 /* GPUs per leaf of the search tree: a leaf is scanned GPU by GPU. */
@@ -189,6 +194,7 @@ struct pass {
 		uint64_t need;
 		double util;
 		int n_gpus;
+		int milli; /* its share, where the policy reads shares */
 		bool excl;
 		bool late; /* could not use the head's reserved GPUs */
 	} fails[16];
@@ -220,7 +226,32 @@ struct pass {
 	int n_touched;
 	bool resv_on;
 	bool resv_tried; /* this pass */
+	/* fgd: the expected workload's fragmentation weights for this pass
+	 * (fgd_tables). A GPU with f thousandths free is a fragment for every
+	 * fractional class asking more than f: frac_w[f] = f x their count.
+	 * whole_more[e]: the count of whole-GPU classes asking more than e
+	 * GPUs (for which a node with e empty GPUs is all fragment);
+	 * whole_n: all whole-GPU classes' count. */
+	int64_t frac_w[1001];
+	int64_t whole_more[COLLOC_SCHED_MAX_GPUS + 1];
+	int64_t whole_n;
+	/* A context's copy of cfg->classes (the caller's need not outlive
+	 * the call that made the context). */
+	struct colloc_sched_class classes[COLLOC_SCHED_MAX_CLASSES];
+	int n_classes;
 };
+
+/* A declared share as the policies that read it take it. */
+static int share_of(int milli)
+{
+	return milli <= 0 || milli > 1000 ? 1000 : milli;
+}
+
+/* The policies that trust declared shares. */
+static bool by_request(const struct colloc_sched_config *cfg)
+{
+	return cfg->policy == COLLOC_POLICY_REQUEST || cfg->policy == COLLOC_POLICY_FGD;
+}
 
 /* Whether job j must keep off the reserved GPUs: it is not known to end
  * by the shadow time. */
@@ -241,7 +272,7 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
 		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
-		    (!f->late || lj))
+		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli))
 			return true;
 	}
 	return false;
@@ -249,8 +280,12 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 
 static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 {
-	struct failpt nf = {j->mem_need_bytes, j->util_pred, j->n_gpus, j->exclusive,
-			    late(p, j)};
+	/* Shares bound only the policies that read them: elsewhere every
+	 * job's counts as the least, so failures keep dominating. */
+	struct failpt nf = {
+		j->mem_need_bytes, j->util_pred,
+		j->n_gpus,	   by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
+		j->exclusive,	   late(p, j)};
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
@@ -259,7 +294,7 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 
 		if (!(nf.need <= f->need && nf.util <= f->util &&
 		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
-		      (!nf.late || f->late)))
+		      (!nf.late || f->late) && nf.milli <= f->milli))
 			p->fails[w++] = *f;
 	}
 	p->n_fails = w;
@@ -298,6 +333,8 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 	if (p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE && w->jobs > 0 &&
 	    w->pred + j->util_pred > p->cfg->util_bound + 1e-9)
 		return false;
+	if (by_request(p->cfg) && w->milli + share_of(j->gpu_milli) > 1000)
+		return false;
 	/* Backfilling never delays the head (EASY). */
 	if (p->resv_on && p->resv[g] && late(p, j))
 		return false;
@@ -314,6 +351,62 @@ static double ea_score(double pred, double util_pred, uint64_t free_bytes)
 static double lu_score(double util, int g)
 {
 	return util * 1e6 + (double)g * 1e-3;
+}
+
+/* The share of GPU g that is free for fragmentation: none on a closed
+ * GPU, and free_g replaced by f_new for GPU g_new (-1: none). */
+static int frag_free(const struct pass *p, int g, int g_new, int f_new)
+{
+	int f;
+
+	if (g == g_new)
+		return f_new;
+	if (p->w[g].closed)
+		return 0;
+	f = 1000 - p->w[g].milli;
+	return f < 0 ? 0 : f;
+}
+
+/*
+ * FGD's expected fragmentation of node nk (Weng et al., ATC '23, sec. 4):
+ * the sum over the workload's classes, each weighted by its count, of the
+ * free GPU share on the node that a job of that class could not use. For a
+ * fractional class asking d: every GPU with less than d free. For a class
+ * asking k whole GPUs: every partly used GPU, or all of the node's free
+ * share when fewer than k of its GPUs are empty. With GPU g_new's free
+ * share taken as f_new (-1: the node as it is).
+ */
+static int64_t node_frag(const struct pass *p, int nk, int g_new, int f_new)
+{
+	int64_t sum = 0, part = 0, frac = 0;
+	int empty = 0;
+
+	for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
+		int f = frag_free(p, p->by_node[i], g_new, f_new);
+
+		sum += f;
+		frac += p->frac_w[f];
+		if (f == 1000)
+			empty++;
+		else
+			part += f;
+	}
+	if (empty > COLLOC_SCHED_MAX_GPUS)
+		empty = COLLOC_SCHED_MAX_GPUS;
+	return frac + p->whole_more[empty] * sum +
+	       (p->whole_n - p->whole_more[empty]) * part;
+}
+
+/* fgd: how much node g's expected fragmentation grows if j takes GPU g.
+ * A multi-GPU job sums this over the GPUs it takes, each as if taken
+ * alone (an approximation of the node's joint growth). */
+static double fgd_score(const struct pass *p, const struct colloc_sched_job *j, int g)
+{
+	int nk = p->node_of[g], f = frag_free(p, g, -1, 0) - share_of(j->gpu_milli);
+	int64_t d = node_frag(p, nk, g, f < 0 ? 0 : f) - node_frag(p, nk, -1, 0);
+
+	/* Among equals, the first GPU (the fraction stays below 1). */
+	return (double)d + (double)g / ((double)p->n + 1.0);
 }
 
 /* Lower is better. */
@@ -336,6 +429,13 @@ static double score(const struct pass *p, const struct colloc_sched_job *j, int 
 		/* Lowest combined predicted activity; among equals the
 		 * tightest memory fit, which keeps big holes for big jobs. */
 		return ea_score(p->w[g].pred, j->util_pred, free_of(p, g));
+	case COLLOC_POLICY_REQUEST:
+		/* Bin packing by declared share: the least share left over,
+		 * then the first GPU. */
+		return (double)(1000 - p->w[g].milli - share_of(j->gpu_milli)) +
+		       (double)g / ((double)n + 1.0);
+	case COLLOC_POLICY_FGD:
+		return fgd_score(p, j, g);
 	default: /* exclusive: first free GPU */
 		return (double)g;
 	}
@@ -844,6 +944,7 @@ static void commit(struct pass *p, const struct colloc_sched_job *j, const int *
 		w->util += j->util_pred;
 		w->pred += j->util_pred;
 		w->jobs++;
+		w->milli += share_of(j->gpu_milli);
 		if (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE)
 			w->closed = true;
 		if (w->avail < end)
@@ -988,13 +1089,57 @@ static void build_index(struct pass *p, const struct colloc_sched_job *queue,
 static int validate_queue(const struct colloc_sched_job *queue, size_t n_queue,
 			  struct colloc_diag *diag)
 {
-	for (size_t k = 0; k < n_queue; k++)
+	for (size_t k = 0; k < n_queue; k++) {
 		if (queue[k].n_gpus < 1 || queue[k].n_gpus > COLLOC_SCHED_MAX_GPUS)
 			return colloc_diag_set(diag, COLLOC_EUSAGE,
 					       "job %llu asks for %d GPUs (1..%d)",
 					       (unsigned long long)queue[k].id,
 					       queue[k].n_gpus, COLLOC_SCHED_MAX_GPUS);
+		if (queue[k].gpu_milli < 0 || queue[k].gpu_milli > 1000)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "job %llu declares %d thousandths of a "
+					       "GPU (0..1000)",
+					       (unsigned long long)queue[k].id,
+					       queue[k].gpu_milli);
+	}
 	return 0;
+}
+
+/* One class's weight into the tables (see struct pass). */
+static void fgd_add(struct pass *p, int64_t *hist, int n_gpus, int milli, int64_t count)
+{
+	int d = share_of(milli);
+
+	if (d < 1000) {
+		hist[d] += count;
+		return;
+	}
+	p->whole_n += count;
+	for (int e = 0; e < n_gpus && e <= COLLOC_SCHED_MAX_GPUS; e++)
+		p->whole_more[e] += count;
+}
+
+/* fgd's tables for this pass, from the context's classes or, without
+ * any, from the queue's jobs. */
+static void fgd_tables(struct pass *p, const struct colloc_sched_job *queue,
+		       size_t n_queue)
+{
+	int64_t hist[1001] = {0}, above = 0;
+
+	p->whole_n = 0;
+	memset(p->whole_more, 0, sizeof(p->whole_more));
+	if (p->n_classes > 0)
+		for (int c = 0; c < p->n_classes; c++)
+			fgd_add(p, hist, p->classes[c].n_gpus, p->classes[c].gpu_milli,
+				p->classes[c].count);
+	else
+		for (size_t k = 0; k < n_queue; k++)
+			fgd_add(p, hist, queue[k].n_gpus, queue[k].gpu_milli, 1);
+	/* frac_w[f] = f x the count of fractional classes asking more. */
+	for (int f = 1000; f >= 0; f--) {
+		p->frac_w[f] = (int64_t)f * above;
+		above += hist[f];
+	}
 }
 
 static int validate(const struct colloc_sched_state *st,
@@ -1238,6 +1383,7 @@ void colloc_sched_load_add(struct colloc_sched_load *load,
 		load->reserved_bytes += r->mem_need_bytes - r->mem_used_bytes;
 	load->util_pred += r->util_pred;
 	load->n_jobs++;
+	load->milli += share_of(r->gpu_milli);
 	if (r->exclusive)
 		load->exclusive = true;
 	if (!sane(r->util_pred))
@@ -1256,6 +1402,7 @@ static void derive(struct colloc_sched_ctx *ctx, int g)
 	w->util = row->util;
 	w->pred = l->util_pred;
 	w->jobs = l->n_jobs;
+	w->milli = l->milli;
 	w->closed = !row->usable || l->exclusive;
 	w->isolated = row->isolated;
 	w->avail = !row->usable		    ? INT64_MAX
@@ -1305,6 +1452,11 @@ int colloc_sched_ctx_create(const struct colloc_sched_config *cfg,
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");
 	ctx->cfg = *cfg;
 	ctx->p.cfg = &ctx->cfg;
+	for (int c = 0;
+	     cfg->classes && c < cfg->n_classes && c < COLLOC_SCHED_MAX_CLASSES; c++)
+		ctx->p.classes[ctx->p.n_classes++] = cfg->classes[c];
+	ctx->cfg.classes = NULL;
+	ctx->cfg.n_classes = 0;
 	ctx->p.n = n_gpus;
 	/* One more of each: no zero-size allocations. */
 	ctx->gpus = malloc((n + 1) * sizeof(*ctx->gpus));
@@ -1478,7 +1630,10 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 		ctx->cap_order = n_queue;
 	}
 	restore(ctx);
-	plain = ctx->n_odd > 0;
+	/* The tree's bounds know nothing of shares or fragmentation. */
+	plain = ctx->n_odd > 0 || by_request(&ctx->cfg);
+	if (ctx->cfg.policy == COLLOC_POLICY_FGD)
+		fgd_tables(p, queue, n_queue);
 	for (size_t k = 0; k < n_queue; k++) {
 		if (!sane(queue[k].util_pred))
 			plain = true;

@@ -277,6 +277,7 @@ struct job {
 	int64_t end_est_ms; /* its completion event at the current rate */
 	int prio, attempts;
 	int run_pos; /* its entry in rs while it runs */
+	uint16_t milli; /* declared share of each GPU, 1..1000 */
 	unsigned version; /* of its completion event */
 	unsigned char state, n_gpus;
 	bool exclusive, at_peak, shared, crashed;
@@ -351,6 +352,9 @@ struct sim {
 	struct colloc_platform plat;
 	const struct colloc_interference *im;
 	int worker; /* Gavel worker type used for interference */
+	/* The scheduler's configuration as this run uses it (sim_config). */
+	struct colloc_sched_config cfg;
+	struct colloc_sched_class classes[COLLOC_SCHED_MAX_CLASSES];
 	uint64_t rng;
 	int rr;
 	int n_busy; /* GPUs running at least one job */
@@ -774,7 +778,7 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 	jb->work_ms = jb->full_ms; /* no checkpoint: it starts over */
 	if (jb->attempts >= s->o->max_attempts)
 		jb->exclusive = true;
-	if (jb->need + s->o->sched.headroom_bytes > s->c->gpu_mem_bytes ||
+	if (jb->need + s->cfg.headroom_bytes > s->c->gpu_mem_bytes ||
 	    jb->attempts > s->o->max_attempts + 1) {
 		jb->state = J_FAILED;
 		jb->end_ms = now;
@@ -822,6 +826,7 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 	r->at_peak = false;
 	r->util_pred = jb->act;
 	r->exclusive = jb->exclusive;
+	r->gpu_milli = jb->milli;
 	jb->state = J_RUNNING;
 	jb->at_peak = false;
 	jb->start_ms = now;
@@ -881,6 +886,7 @@ static int schedule(struct sim *s, int64_t now)
 			.exclusive = jb->exclusive,
 			/* Its alone time, as a user's walltime would say. */
 			.walltime_ms = (int64_t)ceil(jb->work_ms),
+			.gpu_milli = jb->milli,
 		};
 	}
 	rc = colloc_sched_ctx_decide(s->sc, now, s->rr, s->qs, n_q, s->ds, n_q, &n_dec,
@@ -1071,6 +1077,52 @@ static double pct(const double *sorted, size_t n, double q)
 	return sorted[i < n ? i : n - 1];
 }
 
+static bool by_request(int policy)
+{
+	return policy == COLLOC_POLICY_REQUEST || policy == COLLOC_POLICY_FGD;
+}
+
+/*
+ * The scheduler's configuration for this run: the caller's, except that
+ * the policies that trust requests keep no headroom (a declaration is
+ * taken as it is, as Kubernetes and Slurm take it), and fgd expects the
+ * trace's own mix of requests (FGD's target workload: the classes of
+ * (GPUs, share) of every job of the trace, by count; the first
+ * COLLOC_SCHED_MAX_CLASSES distinct ones).
+ */
+static void sim_config(struct sim *s)
+{
+	s->cfg = s->o->sched;
+	s->cfg.classes = NULL;
+	s->cfg.n_classes = 0;
+	if (by_request(s->cfg.policy))
+		s->cfg.headroom_bytes = 0;
+}
+
+/* fgd's expected workload, once the jobs have their requests. */
+static void sim_classes(struct sim *s)
+{
+	int n = 0;
+
+	if (s->cfg.policy != COLLOC_POLICY_FGD)
+		return;
+	for (size_t j = 0; j < s->n_jobs; j++) {
+		int g = s->jobs[j].n_gpus, m = s->jobs[j].milli, k = 0;
+
+		while (k < n &&
+		       (s->classes[k].n_gpus != g || s->classes[k].gpu_milli != m))
+			k++;
+		if (k == n) {
+			if (n == COLLOC_SCHED_MAX_CLASSES)
+				continue;
+			s->classes[n++] = (struct colloc_sched_class){g, m, 0};
+		}
+		s->classes[k].count++;
+	}
+	s->cfg.classes = s->classes;
+	s->cfg.n_classes = n;
+}
+
 int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_cluster *c,
 		   const struct colloc_sim_opts *o, struct colloc_sim_result *out,
 		   struct colloc_diag *diag)
@@ -1131,16 +1183,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		s.gs[g].mem_total_bytes = c->gpu_mem_bytes;
 		s.gs[g].usable = true;
 	}
-	/* Through a local: the analyzer loses s's other pointers when the
-	 * address of one of its members escapes. */
-	{
-		struct colloc_sched_ctx *sc = NULL;
-
-		rc = colloc_sched_ctx_create(&o->sched, s.gs, s.n_gpus, &sc, diag);
-		s.sc = sc;
-		if (rc)
-			goto out;
-	}
+	sim_config(&s);
 	/* Identities, estimates and true memory, drawn in trace order so the
 	 * same seed gives the same cluster whatever the policy. */
 	for (size_t j = 0; j < s.n_jobs; j++) {
@@ -1163,6 +1206,16 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 			e = -0.5;
 		jb->true_mem = (uint64_t)((double)est * (1.0 + e));
 		jb->need = est;
+		jb->milli = (uint16_t)(tj->gpu_milli > 0 && tj->gpu_milli < 1000 &&
+						       tj->n_gpus == 1
+					       ? tj->gpu_milli
+					       : 1000);
+		/* The policies that trust requests see the declared memory:
+		 * the trace's, else the declared share of the GPU's. */
+		if (by_request(s.cfg.policy))
+			jb->need = tj->mem_bytes > 0
+					   ? tj->mem_bytes
+					   : c->gpu_mem_bytes / 1000 * jb->milli;
 		/* Interference identity: the same activity the scheduler
 		 * sees, on the model's scale (sim.h); the Gavel type only
 		 * selects measured pairs (estimate_kind). */
@@ -1179,6 +1232,17 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->first_start_ms = -1;
 		jb->run_pos = -1;
 		jb->rate = 1;
+	}
+	sim_classes(&s);
+	/* Through a local: the analyzer loses s's other pointers when the
+	 * address of one of its members escapes. */
+	{
+		struct colloc_sched_ctx *sc = NULL;
+
+		rc = colloc_sched_ctx_create(&s.cfg, s.gs, s.n_gpus, &sc, diag);
+		s.sc = sc;
+		if (rc)
+			goto out;
 	}
 
 	while (done < s.n_jobs) {
@@ -1203,7 +1267,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		       trace->jobs[next_arrival].submit_ms == now) {
 			struct job *jb = &s.jobs[next_arrival];
 
-			if (jb->need + o->sched.headroom_bytes > c->gpu_mem_bytes) {
+			if (jb->need + s.cfg.headroom_bytes > c->gpu_mem_bytes) {
 				jb->state = J_FAILED; /* larger than any GPU */
 				done++;
 			} else {

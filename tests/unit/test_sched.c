@@ -159,6 +159,8 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			*(r ? &r->util_pred : &j->util_pred) = strtod(v, NULL);
 		else if ((r || j) && strcmp(kv, "exclusive") == 0)
 			*(r ? &r->exclusive : &j->exclusive) = strcmp(v, "0") != 0;
+		else if ((r || j) && strcmp(kv, "milli") == 0)
+			*(r ? &r->gpu_milli : &j->gpu_milli) = (int)strtol(v, NULL, 10);
 		else if (j && strcmp(kv, "prio") == 0)
 			j->priority = (int)strtol(v, NULL, 10);
 		else if (j && strcmp(kv, "submit") == 0)
@@ -245,8 +247,8 @@ static void test_invalid_input(void **state)
 {
 	struct colloc_sched_config cfg;
 	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true, false, 0};
-	struct colloc_sched_running r = {1, 1, {3}, 1, 0, false, 0, false};
-	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false, 0};
+	struct colloc_sched_running r = {1, 1, {3}, 1, 0, false, 0, false, 0};
+	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false, 0, 0};
 	struct colloc_sched_state st = {&gpu, 1, NULL, 0, 0, 0};
 	struct colloc_sched_decision d[4];
 	struct colloc_diag diag = {{0}};
@@ -409,7 +411,10 @@ static void test_big_pass(void **state)
  */
 #define GOLDEN_SMALL 400
 #define GOLDEN_LARGE 15
-#define GOLDEN_BIG COLLOC_POLICY_COUNT_ /* the benchmark's, once per policy */
+/* The policies the golden file was recorded with (request and fgd came
+ * later: test_ctx_equivalence and the scenarios cover them). */
+#define GOLDEN_POLICIES 5
+#define GOLDEN_BIG GOLDEN_POLICIES /* the benchmark's, once per policy */
 #define GOLDEN_ODD 60 /* small, with odd numbers: see rcase_oddify */
 #define GOLDEN_ODD_AT (GOLDEN_SMALL + GOLDEN_LARGE + GOLDEN_BIG)
 #define GOLDEN_ALL (GOLDEN_ODD_AT + GOLDEN_ODD)
@@ -503,7 +508,7 @@ static void rcase_make(struct rcase *c, int k)
 	x = 0xc0110c00ull + (uint64_t)k * 7919u;
 	memset(c, 0, sizeof(*c));
 	colloc_sched_config_init(&c->cfg);
-	c->cfg.policy = k % COLLOC_POLICY_COUNT_;
+	c->cfg.policy = k % GOLDEN_POLICIES;
 	c->cfg.headroom_bytes = (uint64_t)rng_below(&x, 3) << 29;
 	c->cfg.util_bound = 0.6 + 0.2 * rng_below(&x, 5);
 	c->cfg.backfill = rng_below(&x, 5) != 0;
@@ -580,7 +585,7 @@ static void rcase_make(struct rcase *c, int k)
 		rcase_free(c);
 		memset(c, 0, sizeof(*c));
 		colloc_sched_config_init(&c->cfg);
-		c->cfg.policy = k % COLLOC_POLICY_COUNT_;
+		c->cfg.policy = k % GOLDEN_POLICIES;
 		c->gpus = calloc(BIG_G, sizeof(*c->gpus));
 		c->jobs = calloc(BIG_Q, sizeof(*c->jobs));
 		assert_non_null(c->gpus);
@@ -736,12 +741,28 @@ static void ctx_compare(int k, int round, struct colloc_sched_ctx *ctx,
  * activity or usability, queues of a few jobs as of many), with only the
  * changed GPUs set in the context.
  */
+/* A random case under a policy that reads declared shares: every job and
+ * running job declares one (0: a whole GPU), from a generator of its own
+ * so that the case is otherwise the golden one. */
+static void rcase_shares(struct rcase *c, int k, int policy)
+{
+	uint64_t y = 0x5a4e5ull + (uint64_t)k;
+
+	c->cfg.policy = policy;
+	for (size_t r = 0; r < c->st.n_running; r++)
+		c->run[r].gpu_milli = rng_below(&y, 3) == 0 ? 0 : 50 * rng_below(&y, 21);
+	for (size_t j = 0; j < c->n_jobs; j++)
+		c->jobs[j].gpu_milli = rng_below(&y, 3) == 0 ? 0 : 50 * rng_below(&y, 21);
+}
+
 static void test_ctx_equivalence(void **state)
 {
-	enum { ROUNDS = 12 };
+	enum { ROUNDS = 12, SHARE_CASES = 240 };
 
 	(void)state;
-	for (int k = 0; k < GOLDEN_ALL; k++) {
+	/* The golden cases, then a share-reading policy over the first ones. */
+	for (int kk = 0; kk < GOLDEN_ALL + 2 * SHARE_CASES; kk++) {
+		int k = kk < GOLDEN_ALL ? kk : (kk - GOLDEN_ALL) / 2;
 		struct rcase c;
 		struct colloc_sched_ctx *ctx = NULL;
 		struct colloc_diag diag = {{0}};
@@ -753,6 +774,9 @@ static void test_ctx_equivalence(void **state)
 		uint64_t x = 0x5eedull + (uint64_t)k;
 
 		rcase_make(&c, k);
+		if (kk >= GOLDEN_ALL)
+			rcase_shares(&c, k,
+				     kk % 2 ? COLLOC_POLICY_FGD : COLLOC_POLICY_REQUEST);
 		cap_run = c.st.n_running + c.n_jobs + 1;
 		run = calloc(cap_run, sizeof(*run));
 		d1 = calloc(c.n_jobs + 1, sizeof(*d1));
@@ -806,6 +830,7 @@ static void test_ctx_equivalence(void **state)
 				r->mem_need_bytes = q[at].mem_need_bytes;
 				r->util_pred = q[at].util_pred;
 				r->exclusive = q[at].exclusive;
+				r->gpu_milli = q[at].gpu_milli;
 				ctx_mark(dirty, r);
 				memmove(&q[at], &q[at + 1], (n_q - at - 1) * sizeof(*q));
 				n_q--;
@@ -855,7 +880,7 @@ static void test_ctx_errors(void **state)
 	struct colloc_sched_gpu gpus[2] = {{0, 1 << 30, 0, 0, true, false, 0},
 					   {0, 1 << 30, 0, 0, true, false, 0}};
 	struct colloc_sched_gpu moved = gpus[0];
-	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false, 0};
+	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false, 0, 0};
 	struct colloc_sched_decision d[1];
 	struct colloc_sched_ctx *ctx = NULL;
 	struct colloc_diag diag = {{0}};

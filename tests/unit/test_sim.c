@@ -492,6 +492,51 @@ static void test_gpu_type_profiles(void **state)
 	}
 }
 
+/*
+ * request trusts declarations: two jobs declaring half a GPU each share it
+ * (and start at once), a third declaring 0.6 waits; exclusive gives each a
+ * GPU of its own. fgd runs the same gates. Declared memory is the trace's
+ * (or the share of the GPU's): with a declaration below the true peak the
+ * job crashes, as a wrong request does.
+ */
+static void test_request_shares(void **state)
+{
+	struct colloc_trace *t = parse("id,submit_s,duration_s,gpus,gpu_milli,model,mem\n"
+				       "1,0,100,1,500,dqn,8GiB\n"
+				       "2,0,100,1,500,dqn,8GiB\n"
+				       "3,0,100,1,600,dqn,8GiB\n");
+	struct colloc_trace *wrong =
+		parse("id,submit_s,duration_s,gpus,gpu_milli,model,mem\n"
+		      "1,0,100,1,500,dqn,1GiB\n");
+	struct colloc_sim_result r;
+
+	(void)state;
+	run(t, "1x1x40GiB", COLLOC_POLICY_REQUEST, &r);
+	assert_int_equal(r.finished, 3);
+	assert_int_equal(r.shared_jobs, 2);
+	assert_int_equal(r.oom_crashes, 0);
+	/* 1 and 2 share from 0 s; 3 waits for both */
+	assert_true(r.mean_wait_s > 0 && r.median_wait_s == 0);
+	colloc_sim_result_fini(&r);
+	run(t, "1x1x40GiB", COLLOC_POLICY_FGD, &r);
+	assert_int_equal(r.shared_jobs, 2);
+	assert_int_equal(r.jobs_lost, 0);
+	colloc_sim_result_fini(&r);
+	run(t, "1x1x40GiB", COLLOC_POLICY_EXCLUSIVE, &r);
+	assert_int_equal(r.shared_jobs, 0);
+	assert_true(fabs(r.makespan_s - 300) < 1e-6);
+	colloc_sim_result_fini(&r);
+	/* dqn's true peak is 1.5 GiB, above its 1 GiB declaration: alone it
+	 * still fits the GPU, so it does not crash (the GPU, not the
+	 * declaration, runs out) */
+	run(wrong, "1x1x40GiB", COLLOC_POLICY_REQUEST, &r);
+	assert_int_equal(r.finished, 1);
+	assert_int_equal(r.oom_crashes, 0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(wrong);
+	colloc_trace_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_no_job_lost_and_deterministic),
 		cmocka_unit_test(test_energy_and_memory),
 		cmocka_unit_test(test_window),
+		cmocka_unit_test(test_request_shares),
 	};
 
 	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
