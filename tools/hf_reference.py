@@ -3,7 +3,8 @@ Face config.json, measured as tools/reference_memory.py measures the zoo.
 
 Debian's torch has no `transformers`, so the families colloc builds from a configuration
 (src/model/hf.c) are written here in plain torch.nn, module by module as transformers' eager code
-computes them (modeling_gpt2.py, modeling_llama.py / qwen2 / mistral; peft's lora.Linear with
+computes them (modeling_gpt2.py, modeling_llama.py / qwen2 / mistral, modeling_opt.py,
+modeling_gpt_neo.py; peft's lora.Linear with
 lora_dropout 0), at the scaled-down sizes of tests/data/hf/*.json. For every configuration and
 setting -- trainable all or LoRA (r 8, alpha 16, peft's default targets), float32 or pure bfloat16
 weights (model.to(torch.bfloat16), adapters kept float32 as peft's autocast_adapter_dtype does),
@@ -44,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_memory  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny"]
+CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny", "opt_tiny", "gpt_neo_tiny"]
 BATCH, SEQ = 4, 32
 
 _METER = []  # the SavedTensorMeter of the measurement in progress
@@ -293,11 +294,126 @@ class Llama(nn.Module):
         return logits.float()
 
 
+# --- OPT (OPTForCausalLM, eager attention, pre-LN as opt-125m and up except opt-350m) ----------
+
+class OPTLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, self.h = c["hidden_size"], c["num_attention_heads"]
+        self.hd = d // self.h
+        self.self_attn_layer_norm = nn.LayerNorm(d)
+        self.q_proj, self.k_proj = nn.Linear(d, d), nn.Linear(d, d)
+        self.v_proj, self.out_proj = nn.Linear(d, d), nn.Linear(d, d)
+        self.final_layer_norm = nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, c["ffn_dim"]), nn.Linear(c["ffn_dim"], d)
+        self.p = c.get("dropout", 0.1)
+        self.attn_p = c.get("attention_dropout", 0.0)
+
+    def forward(self, x, mask):
+        b, t, d = x.shape
+        h = self.self_attn_layer_norm(x)
+        q = (self.q_proj(h) * self.hd ** -0.5).view(b, t, self.h, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(b, t, self.h, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(b, t, self.h, self.hd).transpose(1, 2)
+        s = torch.matmul(q, k.transpose(2, 3)) + mask
+        if s.dtype == torch.float16:
+            p = F.softmax(s, dim=-1, dtype=torch.float32).to(torch.float16)
+        else:
+            p = F.softmax(s, dim=-1)
+        p = F.dropout(p, self.attn_p, self.training)
+        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
+        x = x + F.dropout(self.out_proj(y), self.p, self.training)
+        h = self.fc2(F.relu(self.fc1(self.final_layer_norm(x))))
+        return x + F.dropout(h, self.p, self.training)
+
+
+class OPT(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["hidden_size"]
+        self.embed_tokens = nn.Embedding(c["vocab_size"], d)
+        self.embed_positions = nn.Embedding(c["max_position_embeddings"] + 2, d)  # offset 2
+        self.layers = nn.ModuleList(OPTLayer(c) for _ in range(c["num_hidden_layers"]))
+        self.final_layer_norm = nn.LayerNorm(d)
+
+    def lora_targets(self):
+        return [(l, n) for l in self.layers for n in ("q_proj", "v_proj")]
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.embed_tokens(ids)
+        with torch.no_grad():
+            mask = torch.full((t, t), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
+        x = x + self.embed_positions(torch.arange(t) + 2)
+        for layer in self.layers:
+            x = run_layer(layer, self.ckpt, x, mask)
+        return F.linear(self.final_layer_norm(x), self.embed_tokens.weight)  # tied LM head
+
+
+# --- GPT-Neo (GPTNeoForCausalLM, eager attention; local layers as global: same tensors) ---------
+
+class GPTNeoBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, self.h = c["hidden_size"], c["num_heads"]
+        inner = c.get("intermediate_size") or 4 * d
+        eps = c.get("layer_norm_epsilon", 1e-5)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d, eps=eps), nn.LayerNorm(d, eps=eps)
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, d, bias=False)
+        self.v_proj = nn.Linear(d, d, bias=False)
+        self.out_proj = nn.Linear(d, d)
+        self.c_fc, self.c_proj = nn.Linear(d, inner), nn.Linear(inner, d)
+        self.attn_drop = nn.Dropout(c.get("attention_dropout", 0.0))
+        self.resid_drop = nn.Dropout(c.get("resid_dropout", 0.0))
+        self.mlp_drop = nn.Dropout(c.get("resid_dropout", 0.0))
+
+    def forward(self, x, causal):
+        b, t, d = x.shape
+        hd = d // self.h
+        h = self.ln_1(x)
+        q, k, v = (z.view(b, t, self.h, hd).permute(0, 2, 1, 3)
+                   for z in (self.q_proj(h), self.k_proj(h), self.v_proj(h)))
+        s = torch.matmul(q.to(torch.float32), k.to(torch.float32).transpose(-1, -2))
+        s = torch.where(causal, s, torch.tensor(torch.finfo(s.dtype).min, dtype=s.dtype))
+        p = self.attn_drop(torch.softmax(s, dim=-1).to(v.dtype))
+        y = torch.matmul(p, v).permute(0, 2, 1, 3).contiguous().view(b, t, d)
+        x = x + self.resid_drop(self.out_proj(y))
+        return x + self.mlp_drop(self.c_proj(gelu_new(self.c_fc(self.ln_2(x)))))
+
+
+class GPTNeo(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["hidden_size"]
+        self.wte = nn.Embedding(c["vocab_size"], d)
+        self.wpe = nn.Embedding(c["max_position_embeddings"], d)
+        self.drop = nn.Dropout(c.get("embed_dropout", 0.0))
+        self.blocks = nn.ModuleList(GPTNeoBlock(c) for _ in range(c["num_layers"]))
+        self.ln_f = nn.LayerNorm(d, eps=c.get("layer_norm_epsilon", 1e-5))
+
+    def lora_targets(self):
+        return [(blk, n) for blk in self.blocks for n in ("q_proj", "v_proj")]
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        pos = torch.arange(t)
+        causal = pos.unsqueeze(0) <= pos.unsqueeze(1)
+        x = self.drop(self.wte(ids) + self.wpe(pos))
+        for blk in self.blocks:
+            x = run_layer(blk, self.ckpt, x, causal)
+        return F.linear(self.ln_f(x), self.wte.weight)  # tied LM head
+
+
+FAMILIES = {"gpt2": GPT2, "llama": Llama, "qwen2": Llama, "mistral": Llama, "opt": OPT,
+            "gpt_neo": GPTNeo}
+
+
 def build(name, trainable, precision, ckpt=False):
     with open(os.path.join(ROOT, "tests", "data", "hf", name + ".json")) as f:
         c = json.load(f)
     torch.manual_seed(0)
-    model = GPT2(c) if c["model_type"] == "gpt2" else Llama(c)
+    model = FAMILIES[c["model_type"]](c)
     model.ckpt = ckpt
     if precision == "bf16":
         model = model.to(torch.bfloat16)

@@ -73,6 +73,7 @@ enum colloc__op_kind {
 	OPK_VIEW,
 	OPK_REDUCE,
 	OPK_COPY, /* Expand/Tile/Pad/Where...: new tensor, saves none */
+	OPK_ATTENTION, /* fused SDPA / flash-attention (q, k, v) */
 };
 
 /* Recognise patterns and classify every node of g into tops[0..n), for

@@ -289,11 +289,11 @@ struct step {
 	double act_scale; /* bytes per element relative to fp32 */
 };
 
-static void issue(struct step *st, int node, int phase, int cls, bool conv, double flops,
-		  double bytes, double gemm_eff, double blocks, double host_s)
+static void issue_at(struct step *st, int node, int phase, int cls, int prec, bool conv,
+		     double flops, double bytes, double gemm_eff, double blocks,
+		     double host_s)
 {
-	struct ktime k = kernel(st->p, cls, st->o->precision, conv, flops, bytes,
-				gemm_eff, blocks);
+	struct ktime k = kernel(st->p, cls, prec, conv, flops, bytes, gemm_eff, blocks);
 	double start;
 
 	st->host_s += host_s;
@@ -311,6 +311,13 @@ static void issue(struct step *st, int node, int phase, int cls, bool conv, doub
 		if (st->node_cls[node] < 0)
 			st->node_cls[node] = cls;
 	}
+}
+
+static void issue(struct step *st, int node, int phase, int cls, bool conv, double flops,
+		  double bytes, double gemm_eff, double blocks, double host_s)
+{
+	issue_at(st, node, phase, cls, st->o->precision, conv, flops, bytes, gemm_eff,
+		 blocks, host_s);
 }
 
 /* An elementwise-like kernel over `elems` output elements moving `bytes`. */
@@ -352,6 +359,32 @@ static double last_dim(const struct colloc_graph *g, int t)
 	return x && x->rank > 0 ? (double)x->shape[x->rank - 1] : 1;
 }
 
+/*
+ * The rate a matrix product runs at. Under fp32 or TF32 options the graph
+ * may still hold half-precision operands: a model loaded with
+ * torch_dtype=torch.bfloat16 (or float16) and trained without autocast
+ * (`--precision bf16|fp16`). cuBLAS runs such a GEMM on the tensor cores
+ * at the half rate, as autocast's would be; the operands' own dtype says
+ * so (an fp32 LoRA adapter beside a bf16 base stays at the fp32 rate).
+ */
+static int gemm_prec(const struct step *st, const struct colloc__top *tp)
+{
+	int prec = st->o->precision, dt[2] = {0, 0};
+
+	if (prec != COLLOC_PREC_FP32 && prec != COLLOC_PREC_TF32)
+		return prec;
+	for (int k = 0; k < 2; k++) {
+		if (tp->in[k] < 0)
+			return prec;
+		dt[k] = st->g->tensors[tp->in[k]].dtype;
+	}
+	if (dt[0] == COLLOC_DT_BFLOAT16 && dt[1] == COLLOC_DT_BFLOAT16)
+		return COLLOC_PREC_AMP_BF16;
+	if (dt[0] == COLLOC_DT_FLOAT16 && dt[1] == COLLOC_DT_FLOAT16)
+		return COLLOC_PREC_AMP_FP16;
+	return prec;
+}
+
 /* A GEMM-like op: forward, and backward data / weight gradients. */
 static void gemm_op(struct step *st, const struct colloc__top *tp, bool *req,
 		    bool bwd_pass)
@@ -365,6 +398,7 @@ static void gemm_op(struct step *st, const struct colloc__top *tp, bool *req,
 	double bytes =
 		tbytes(st, tp->in[0]) + tbytes(st, tp->in[1]) + tbytes(st, tp->out);
 	int phase = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
+	int prec = gemm_prec(st, tp);
 
 	if (conv) {
 		const struct colloc_tensor *y = &g->tensors[tp->out];
@@ -385,8 +419,8 @@ static void gemm_op(struct step *st, const struct colloc__top *tp, bool *req,
 	if (!bwd_pass) {
 		eff = colloc__gemm_shape_eff(m, nn, k, b, st->p->sm_count,
 					     &colloc__gemm_shape_fitted, &blocks);
-		issue(st, tp->node, phase, cls, conv, flops, bytes, eff, blocks,
-		      st->host_op_s);
+		issue_at(st, tp->node, phase, cls, prec, conv, flops, bytes, eff, blocks,
+			 st->host_op_s);
 		return;
 	}
 	/* Data gradient (m x k from m x n times n x k), when the input
@@ -395,14 +429,14 @@ static void gemm_op(struct step *st, const struct colloc__top *tp, bool *req,
 	if (tp->in[0] >= 0 && req[tp->in[0]]) {
 		eff = colloc__gemm_shape_eff(m, k, nn, b, st->p->sm_count,
 					     &colloc__gemm_shape_fitted, &blocks);
-		issue(st, tp->node, phase, cls, conv, flops, bytes, eff, blocks,
-		      st->host_bwd_s);
+		issue_at(st, tp->node, phase, cls, prec, conv, flops, bytes, eff, blocks,
+			 st->host_bwd_s);
 	}
 	if (tp->in[1] >= 0 && req[tp->in[1]]) {
 		eff = colloc__gemm_shape_eff(k, nn, m, b, st->p->sm_count,
 					     &colloc__gemm_shape_fitted, &blocks);
-		issue(st, tp->node, phase, cls, conv, flops, bytes, eff, blocks,
-		      st->host_bwd_s);
+		issue_at(st, tp->node, phase, cls, prec, conv, flops, bytes, eff, blocks,
+			 st->host_bwd_s);
 	}
 	/* Bias gradient: a reduction of the output gradient (MatMul + Add
 	 * fused into addmm, or Gemm / Conv with a third input). */
@@ -410,6 +444,65 @@ static void gemm_op(struct step *st, const struct colloc__top *tp, bool *req,
 	    (tp->out != n->outputs[0] || (n->n_inputs >= 3 && n->inputs[2] >= 0)))
 		issue_elem(st, tp->node, phase, COLLOC_PERF_SOFTMAX, nn,
 			   tbytes(st, tp->out), nn, st->host_bwd_s);
+}
+
+/* Query rows per thread block of the fused attention kernels (flash-attn 2
+ * and PyTorch's flash kernel tile the queries by 128 in forward). */
+#define ATTN_BLOCK_M 128.0
+
+/*
+ * Fused attention (SDPA's flash or memory-efficient kernel, flash-attn 2):
+ * the two matrix products of softmax(QK^T)V in one kernel that never
+ * writes the [T, S] matrix, so it moves q, k, v and the output only. A
+ * causal kernel skips the key blocks above the diagonal. Backward
+ * recomputes QK^T and runs four more products (dV, dP, dQ, dK: 2.5 times
+ * the forward's FLOPs), after a row-wise pass over dO and O
+ * (softmax_d = rowsum(dO * O)), and writes dq, dk, dv.
+ */
+static void attention_op(struct step *st, const struct colloc__top *tp, bool *req,
+			 bool bwd_pass)
+{
+	const struct colloc_graph *g = st->g;
+	const struct colloc_node *n = &g->nodes[tp->node];
+	const struct colloc_tensor *q, *k, *v;
+	double b, t, s, dqk, dv, flops, eff, blocks, frac = 1, io;
+	int phase = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
+	int prec = gemm_prec(st, tp);
+
+	if (tp->in[0] < 0 || tp->in[1] < 0 || tp->in[2] < 0 || tp->out < 0)
+		return;
+	q = &g->tensors[tp->in[0]];
+	k = &g->tensors[tp->in[1]];
+	v = &g->tensors[tp->in[2]];
+	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+		return;
+	b = (double)q->shape[0] * (double)q->shape[1];
+	t = (double)q->shape[2];
+	s = (double)k->shape[2];
+	dqk = (double)q->shape[3];
+	dv = (double)v->shape[3];
+	flops = 2 * b * t * s * (dqk + dv);
+	if (colloc_node_attr_int(n, "is_causal", 0) && t > 0) {
+		/* key blocks at or below the diagonal of each query block */
+		double nb = ceil(t / ATTN_BLOCK_M);
+
+		frac = (nb + 1) / (2 * nb);
+	}
+	io = tbytes(st, tp->in[0]) + tbytes(st, tp->in[1]) + tbytes(st, tp->in[2]) +
+	     tbytes(st, tp->out);
+	eff = colloc__gemm_shape_eff(t, s, dqk, b, st->p->sm_count,
+				     &colloc__gemm_shape_fitted, &blocks);
+	if (!bwd_pass) {
+		issue_at(st, tp->node, phase, COLLOC_PERF_BMM, prec, false, flops * frac,
+			 io, eff, blocks, st->host_op_s);
+		return;
+	}
+	if (!req[tp->in[0]] && !req[tp->in[1]] && !req[tp->in[2]])
+		return;
+	issue_elem(st, tp->node, phase, COLLOC_PERF_SOFTMAX, numel(g, tp->out),
+		   2 * tbytes(st, tp->out), b * t, st->host_bwd_s);
+	issue_at(st, tp->node, phase, COLLOC_PERF_BMM, prec, false, 2.5 * flops * frac,
+		 2 * io, eff, blocks, 0);
 }
 
 /* Forward (bwd_pass false) or backward kernels of one op. */
@@ -427,6 +520,9 @@ static void op_kernels(struct step *st, const struct colloc__top *tp, bool *req,
 	case OPK_LINEAR:
 	case OPK_MATMUL:
 		gemm_op(st, tp, req, bwd_pass);
+		return;
+	case OPK_ATTENTION:
+		attention_op(st, tp, req, bwd_pass);
 		return;
 	case OPK_BATCHNORM:
 		/* training batch norm reads the input twice (statistics, then

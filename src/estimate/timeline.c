@@ -348,7 +348,10 @@ enum { AMP_FOLLOW = 0, AMP_LOW, AMP_FP32 };
 static int amp_class(const struct tl *t, const struct colloc__top *tp)
 {
 	(void)t;
-	if (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR || tp->kind == OPK_MATMUL)
+	/* scaled_dot_product_attention is on autocast's lower-precision
+	 * list with the matrix products */
+	if (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR || tp->kind == OPK_MATMUL ||
+	    tp->kind == OPK_ATTENTION)
 		return AMP_LOW;
 	if (tp->kind == OPK_SOFTMAX || tp->kind == OPK_LAYERNORM)
 		return AMP_FP32;
@@ -577,6 +580,16 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 			break;
 		case FWD_SKIP:
 			break;
+		}
+		/* SDPA's flash and memory-efficient kernels (and flash-attn)
+		 * write the output as [B, T, H, D] and return it transposed to
+		 * [B, H, T, D]: merging the heads back (transpose(1, 2) and
+		 * reshape) is then a view, not a copy. */
+		if (tp->kind == OPK_ATTENTION && y->rank == 4 && t->tstor[out] >= 0) {
+			t->strides[out][3] = 1;
+			t->strides[out][1] = y->shape[3];
+			t->strides[out][2] = y->shape[1] * y->shape[3];
+			t->strides[out][0] = y->shape[2] * t->strides[out][2];
 		}
 	}
 

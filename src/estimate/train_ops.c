@@ -328,6 +328,7 @@ static int torch_major(const char *version)
 struct tr_ctx {
 	const bool *req; /* requires_grad per tensor */
 	int torch_major; /* of the platform: some rules changed in 2.0 */
+	bool amp; /* autocast: matrix products and attention in half */
 };
 
 static bool req_of(const bool *req, int t)
@@ -596,6 +597,32 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
 		tp->kind = OPK_COPY;
 		tp->save = SAVE_IN0; /* the condition */
 		break;
+	case COLLOC__TR_ATTENTION: {
+		/* derivatives.yaml: _scaled_dot_product_flash_attention and
+		 * _scaled_dot_product_efficient_attention (and flash-attn's
+		 * own autograd function) read query, key, value, output and
+		 * logsumexp in backward; dropout is replayed from the philox
+		 * seed, so no mask. logsumexp is float32 [B, Hq, T]; the
+		 * memory-efficient kernel, the one SDPA picks for float32
+		 * operands (flash takes fp16/bf16 only), pads T to a multiple
+		 * of kAlignLSE = 32. */
+		const struct colloc_tensor *q = tens(g, a);
+		uint64_t rows = 0;
+
+		if (q && q->rank == 4) {
+			uint64_t t_len = (uint64_t)q->shape[2];
+
+			if (q->dtype == COLLOC_DT_FLOAT && !cx->amp)
+				t_len = (t_len + 31) / 32 * 32;
+			rows = (uint64_t)q->shape[0] * (uint64_t)q->shape[1] * t_len;
+		}
+		tp->kind = OPK_ATTENTION;
+		tp->save = SAVE_IN0 | SAVE_IN1 | SAVE_IN2 | SAVE_OUT0;
+		tp->n_in = 3;
+		tp->extra_saved[0] = rows * 4;
+		tp->n_extra = 1;
+		break;
+	}
 	default:
 		/* Cast, Pad, Tile, Resize, Trilu, CumSum ...: a new tensor,
 		 * nothing of size saved. */
@@ -749,7 +776,6 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 	struct tr_ctx cx;
 	int rc = g->n_nodes;
 
-	(void)precision;
 	absorbed = calloc((size_t)g->n_nodes + 1, sizeof(*absorbed));
 	matched = calloc((size_t)g->n_nodes + 1, sizeof(*matched));
 	req = calloc((size_t)g->n_tensors + 1, sizeof(*req));
@@ -760,6 +786,7 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 	colloc__requires_grad(g, req);
 	cx.req = req;
 	cx.torch_major = plat && plat->torch[0] ? torch_major(plat->torch) : 2;
+	cx.amp = precision == COLLOC_PREC_AMP_FP16 || precision == COLLOC_PREC_AMP_BF16;
 	memset(tops, 0, (size_t)g->n_nodes * sizeof(*tops));
 	for (int k = 0; k < g->n_nodes; k++) {
 		tops[k].node = k;

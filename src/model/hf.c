@@ -24,6 +24,14 @@
  *    (repeat_kv's expand + reshape copy), an additive float causal mask,
  *    softmax in float32, SwiGLU MLP, tied or untied LM head, logits cast
  *    to float32 for the loss. qwen2 adds biases to q, k, v.
+ *  - opt: OPTForCausalLM (pre-LN): positions offset by 2, q scaled before
+ *    the scores, additive causal mask, ReLU MLP, tied head.
+ *  - gpt_neo: GPTNeoForCausalLM: GPT-2's layout with bias-free q/k/v,
+ *    unscaled float32 scores; local layers as global ones.
+ *
+ * --attention sdpa|flash replaces the eager score/softmax/matmul ops with
+ * one ONNX Attention node (the op table's fused attention rule: q, k, v,
+ * output and log-sum-exp saved); flash reads grouped k/v unrepeated.
  *
  * Gradient checkpointing: each decoder layer's node range is recorded
  * (the region torch.utils.checkpoint wraps when gradient_checkpointing_enable()
@@ -60,7 +68,7 @@
 
 /* --- the configuration ---------------------------------------------------- */
 
-enum family { FAM_GPT2 = 0, FAM_LLAMA };
+enum family { FAM_GPT2 = 0, FAM_LLAMA, FAM_OPT, FAM_GPT_NEO };
 
 struct hf_cfg {
 	int family;
@@ -209,14 +217,107 @@ static int parse_llama(const cJSON *r, struct hf_cfg *c, const char *f,
 	return 0;
 }
 
+/* A string field that must be one value when present ("relu"). */
+static int cfg_want(const cJSON *root, const char *key, const char *want,
+		    const char *file, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v) || strcmp(v->valuestring, want) != 0)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: \"%s\" other than \"%s\" is not built", file,
+				       key, want);
+	return 0;
+}
+
+/* OPTForCausalLM (modeling_opt.py): pre-LN decoder (do_layer_norm_before),
+ * learned positions offset by 2, biased q/k/v/out projections, ReLU MLP,
+ * LM head tied to embed_tokens. opt-350m's post-LN blocks and its
+ * project_in/out (word_embed_proj_dim != hidden_size) are refused. */
+static int parse_opt(const cJSON *r, struct hf_cfg *c, const char *f,
+		     struct colloc_diag *d)
+{
+	int64_t proj;
+	bool pre_ln;
+	int rc;
+
+	c->family = FAM_OPT;
+	c->qkv_bias = true;
+	if ((rc = cfg_int(r, "vocab_size", -1, 1, HF_MAX_VOCAB, &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "hidden_size", -1, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "num_hidden_layers", -1, 1, HF_MAX_LAYERS, &c->layers, f,
+			  d)) ||
+	    (rc = cfg_int(r, "num_attention_heads", -1, 1, HF_MAX_HEADS, &c->heads, f,
+			  d)) ||
+	    (rc = cfg_int(r, "ffn_dim", -1, 1, 8 * (int64_t)HF_MAX_HIDDEN, &c->inter, f,
+			  d)) ||
+	    (rc = cfg_int(r, "max_position_embeddings", 2048, 1, HF_MAX_POSITIONS,
+			  &c->positions, f, d)) ||
+	    (rc = cfg_int(r, "word_embed_proj_dim", c->hidden, 1, HF_MAX_HIDDEN, &proj, f,
+			  d)) ||
+	    (rc = cfg_num(r, "dropout", 0.1, 0, 1, &c->resid_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "attention_dropout", 0, 0, 1, &c->attn_pdrop, f, d)) ||
+	    (rc = cfg_bool(r, "do_layer_norm_before", true, &pre_ln, f, d)) ||
+	    (rc = cfg_bool(r, "enable_bias", true, &c->qkv_bias, f, d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", true, &c->tied, f, d)) ||
+	    (rc = cfg_want(r, "activation_function", "relu", f, d)))
+		return rc;
+	c->kv_heads = c->heads;
+	c->eps = 1e-5;
+	c->embd_pdrop = 0;
+	if (!pre_ln || proj != c->hidden)
+		return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+				       "%s: opt with post-layer-norm blocks or a "
+				       "word_embed_proj_dim other than hidden_size "
+				       "(opt-350m) is not built",
+				       f);
+	if (!c->tied)
+		return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+				       "%s: opt with an untied LM head is not built", f);
+	return 0;
+}
+
+/* GPTNeoForCausalLM (modeling_gpt_neo.py): GPT-2's layout with separate
+ * bias-free q/k/v projections, unscaled float32 scores, gelu_new MLP.
+ * Local (sliding-window) layers are built as global ones: the same
+ * tensors, the window only masks more. */
+static int parse_gpt_neo(const cJSON *r, struct hf_cfg *c, const char *f,
+			 struct colloc_diag *d)
+{
+	int rc;
+
+	c->family = FAM_GPT_NEO;
+	if ((rc = cfg_int(r, "vocab_size", 50257, 1, HF_MAX_VOCAB, &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "hidden_size", 2048, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "num_layers", 24, 1, HF_MAX_LAYERS, &c->layers, f, d)) ||
+	    (rc = cfg_int(r, "num_heads", 16, 1, HF_MAX_HEADS, &c->heads, f, d)) ||
+	    (rc = cfg_int(r, "max_position_embeddings", 2048, 1, HF_MAX_POSITIONS,
+			  &c->positions, f, d)) ||
+	    (rc = cfg_int(r, "intermediate_size", 4 * c->hidden, 1,
+			  8 * (int64_t)HF_MAX_HIDDEN, &c->inter, f, d)) ||
+	    (rc = cfg_num(r, "layer_norm_epsilon", 1e-5, 0, 1, &c->eps, f, d)) ||
+	    (rc = cfg_num(r, "resid_dropout", 0, 0, 1, &c->resid_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "embed_dropout", 0, 0, 1, &c->embd_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "attention_dropout", 0, 0, 1, &c->attn_pdrop, f, d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", true, &c->tied, f, d)) ||
+	    (rc = cfg_want(r, "activation_function", "gelu_new", f, d)))
+		return rc;
+	c->kv_heads = c->heads;
+	if (!c->tied)
+		return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+				       "%s: gpt_neo with an untied LM head is not built",
+				       f);
+	return 0;
+}
+
 static const struct {
 	const char *model_type;
 	int (*parse)(const cJSON *, struct hf_cfg *, const char *, struct colloc_diag *);
 } families[] = {
-	{"gpt2", parse_gpt2},
-	{"llama", parse_llama},
-	{"mistral", parse_llama},
-	{"qwen2", parse_llama},
+	{"gpt2", parse_gpt2},	{"gpt_neo", parse_gpt_neo}, {"opt", parse_opt},
+	{"llama", parse_llama}, {"mistral", parse_llama},   {"qwen2", parse_llama},
 };
 
 static int parse_config(const char *text, size_t len, const char *file, struct hf_cfg *c,
@@ -755,6 +856,25 @@ static const char *softmax(struct build *b, const char *s, const char *name, boo
 	return s;
 }
 
+/* --attention sdpa|flash: F.scaled_dot_product_attention(q, k, v,
+ * is_causal=True) or flash_attn_func(causal=True), one fused node
+ * (ONNX Attention) over [b, heads, t, hd] operands; k and v may have fewer
+ * heads (flash-attn's grouped-query attention). Attention dropout happens
+ * inside the kernel (philox): no mask. */
+static const char *fused_attention(struct build *b, const char *q, const char *k,
+				   const char *v, const char *name)
+{
+	struct em *e = &b->e;
+	int64_t hd = b->c->hidden / b->c->heads;
+
+	return em_node(
+		e, "Attention", em_str(e, "%s/Attention", name), IN(q, k, v), 1,
+		AT({"is_causal", A_INT, 1, 0, NULL, 0},
+		   {"q_num_heads", A_INT, b->c->heads, 0, NULL, 0},
+		   {"kv_num_heads", A_INT, b->c->kv_heads, 0, NULL, 0},
+		   {"scale", A_FLOAT, 0, (float)(1.0 / sqrt((double)hd)), NULL, 0}));
+}
+
 /* Positions 0..t-1 of input_ids [b, t], and the query <= key mask. */
 static const char *positions(struct build *b, const char **t_len)
 {
@@ -787,10 +907,12 @@ static void build_gpt2(struct build *b)
 	const struct hf_cfg *c = b->c;
 	int64_t d = c->hidden, hd = d / c->heads;
 	const char *pos, *shape, *x, *wte, *minv;
+	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
 
 	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, d);
 	pos = positions(b, &shape);
-	b->causal = causal_bool(b, pos);
+	/* the fused kernels take is_causal instead of a mask */
+	b->causal = eager ? causal_bool(b, pos) : NULL;
 	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
 		    NOAT);
 	x = em_node(e, "Add", "/transformer/Add",
@@ -802,12 +924,14 @@ static void build_gpt2(struct build *b)
 		    1, NOAT);
 	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
 	/* torch.finfo(dtype).min: the masked scores */
-	minv = em_scalar(e,
-			 b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? -65504.0
-			 : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
-				 ? -3.3895313892515355e38
-				 : -3.4028234663852886e38,
-			 b->wdt);
+	minv = eager ? em_scalar(e,
+				 b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+					 ? -65504.0
+				 : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
+					 ? -3.3895313892515355e38
+					 : -3.4028234663852886e38,
+				 b->wdt)
+		     : NULL;
 	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
 		const char *p = em_str(e, "transformer.h.%lld", (long long)l);
 		const char *h, *qkv, *q, *k, *v, *s, *y, *f, *g1, *g2;
@@ -824,17 +948,24 @@ static void build_gpt2(struct build *b)
 		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
 		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
 		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
-		k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an), IN(k), 1,
-			    AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
-		s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1, NOAT);
-		s = em_node(e, "Div", em_str(e, "%s/Div", an),
-			    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1, NOAT);
-		s = em_node(e, "Where", em_str(e, "%s/Where", an), IN(b->causal, s, minv),
-			    1, NOAT);
-		s = softmax(b, s, an, false);
-		s = dropout(b, s, c->attn_pdrop,
-			    em_str(e, "%s/attn_dropout/Dropout", an));
-		y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v), 1, NOAT);
+		if (eager) {
+			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
+				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
+				    NOAT);
+			s = em_node(e, "Div", em_str(e, "%s/Div", an),
+				    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1,
+				    NOAT);
+			s = em_node(e, "Where", em_str(e, "%s/Where", an),
+				    IN(b->causal, s, minv), 1, NOAT);
+			s = softmax(b, s, an, false);
+			s = dropout(b, s, c->attn_pdrop,
+				    em_str(e, "%s/attn_dropout/Dropout", an));
+			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
+				    1, NOAT);
+		} else {
+			y = fused_attention(b, q, k, v, an);
+		}
 		y = merge_heads(b, y, an);
 		y = linear(b, y, ap, "c_proj", d, d, true, true);
 		y = dropout(b, y, c->resid_pdrop,
@@ -860,6 +991,207 @@ static void build_gpt2(struct build *b)
 			     IN(g2, em_scalar(e, 1.0, b->wdt)), 1, NOAT);
 		f = em_node(e, "Mul", em_str(e, "%s/Mul_3", mn), IN(g1, g2), 1, NOAT);
 		f = linear(b, f, mp, "c_proj", c->inter, d, true, true);
+		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s/dropout/Dropout", mn));
+		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, f), 1, NOAT);
+		layer_end(b, l);
+	}
+	x = layernorm(b, x, "transformer.ln_f");
+	wte = em_node(e, "Transpose", "/lm_head/Transpose", IN(wte), 1,
+		      AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+	em_node(e, "MatMul", "logits", IN(x, wte), 1, NOAT);
+}
+
+/* --- opt, gpt_neo -------------------------------------------------------- */
+
+/* torch.finfo(dtype).min, the masked scores' value */
+static double finfo_min(int dtype)
+{
+	return dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? -65504.0
+	       : dtype == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
+		       ? -3.3895313892515355e38
+		       : -3.4028234663852886e38;
+}
+
+/* NewGELUActivation (gelu_new), term by term */
+static const char *gelu_new(struct build *b, const char *f, const char *mn)
+{
+	struct em *e = &b->e;
+	const char *g1, *g2;
+
+	g1 = em_node(e, "Mul", em_str(e, "%s/Mul", mn), IN(f, em_scalar(e, 0.5, b->wdt)),
+		     1, NOAT);
+	g2 = em_node(e, "Pow", em_str(e, "%s/Pow", mn), IN(f, em_scalar(e, 3.0, b->wdt)),
+		     1, NOAT);
+	g2 = em_node(e, "Mul", em_str(e, "%s/Mul_1", mn),
+		     IN(g2, em_scalar(e, 0.044715, b->wdt)), 1, NOAT);
+	g2 = em_node(e, "Add", em_str(e, "%s/Add", mn), IN(f, g2), 1, NOAT);
+	g2 = em_node(e, "Mul", em_str(e, "%s/Mul_2", mn),
+		     IN(g2, em_scalar(e, sqrt(2.0 / 3.14159265358979323846), b->wdt)), 1,
+		     NOAT);
+	g2 = em_node(e, "Tanh", em_str(e, "%s/Tanh", mn), IN(g2), 1, NOAT);
+	g2 = em_node(e, "Add", em_str(e, "%s/Add_1", mn),
+		     IN(g2, em_scalar(e, 1.0, b->wdt)), 1, NOAT);
+	return em_node(e, "Mul", em_str(e, "%s/Mul_3", mn), IN(g1, g2), 1, NOAT);
+}
+
+/* OPTForCausalLM, eager attention (modeling_opt.py): q_proj(x) * hd^-0.5,
+ * the additive causal mask, softmax (in float32 for float16 only), a
+ * ReLU MLP (fc1, fc2), dropout after attention and MLP, none on the
+ * embeddings. */
+static void build_opt(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden, hd = d / c->heads;
+	const char *pos, *shape, *x, *emb, *pe;
+	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
+
+	emb = em_weight(e, "model.decoder.embed_tokens.weight", b->wdt, c->vocab, d);
+	pos = positions(b, &shape);
+	b->causal = !eager ? NULL
+			   : em_node(e, "Where", "/model/Where",
+				     IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
+					em_scalar(e, finfo_min(b->wdt), b->wdt)),
+				     1, NOAT);
+	x = em_node(e, "Gather", "/model/decoder/embed_tokens/Gather",
+		    IN(emb, "input_ids"), 1, NOAT);
+	/* OPTLearnedPositionalEmbedding: positions + 2 (fairseq's offset) */
+	pos = em_node(e, "Add", "/model/decoder/embed_positions/Add", IN(pos, INT0(2)), 1,
+		      NOAT);
+	pe = em_weight(e, "model.decoder.embed_positions.weight", b->wdt,
+		       c->positions + 2, d);
+	pe = em_node(e, "Gather", "/model/decoder/embed_positions/Gather", IN(pe, pos), 1,
+		     NOAT);
+	x = em_node(e, "Add", "/model/decoder/Add", IN(x, pe), 1, NOAT);
+	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
+		const char *p = em_str(e, "model.decoder.layers.%lld", (long long)l);
+		const char *ap = em_str(e, "%s.self_attn", p);
+		const char *an = em_str(e, "/%s", ap), *pn = em_str(e, "/%s", p);
+		const char *h, *q, *k, *v, *s, *y, *f;
+
+		layer_begin(b, l);
+		h = layernorm(b, x, em_str(e, "%s.self_attn_layer_norm", p));
+		q = linear(b, h, ap, "q_proj", d, d, c->qkv_bias, false);
+		q = em_node(e, "Mul", em_str(e, "%s/Mul", an),
+			    IN(q, em_scalar(e, 1.0 / sqrt((double)hd), b->wdt)), 1, NOAT);
+		k = linear(b, h, ap, "k_proj", d, d, c->qkv_bias, false);
+		v = linear(b, h, ap, "v_proj", d, d, c->qkv_bias, false);
+		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
+		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
+		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
+		if (eager) {
+			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
+				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
+				    NOAT);
+			s = em_node(e, "Add", em_str(e, "%s/Add", an), IN(s, b->causal),
+				    1, NOAT);
+			s = softmax(b, s, an,
+				    b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16);
+			s = dropout(b, s, c->attn_pdrop, em_str(e, "%s/Dropout", an));
+			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
+				    1, NOAT);
+		} else {
+			y = fused_attention(b, q, k, v, an);
+		}
+		y = merge_heads(b, y, an);
+		y = linear(b, y, ap, "out_proj", d, d, c->qkv_bias, false);
+		y = dropout(b, y, c->resid_pdrop,
+			    em_str(e, "%s/attn_dropout/Dropout", pn));
+		x = em_node(e, "Add", em_str(e, "%s/Add", pn), IN(x, y), 1, NOAT);
+
+		h = layernorm(b, x, em_str(e, "%s.final_layer_norm", p));
+		f = linear(b, h, p, "fc1", d, c->inter, c->qkv_bias, false);
+		f = em_node(e, "Relu", em_str(e, "%s/Relu", pn), IN(f), 1, NOAT);
+		f = linear(b, f, p, "fc2", c->inter, d, c->qkv_bias, false);
+		f = dropout(b, f, c->resid_pdrop,
+			    em_str(e, "%s/fc2_dropout/Dropout", pn));
+		x = em_node(e, "Add", em_str(e, "%s/Add_1", pn), IN(x, f), 1, NOAT);
+		layer_end(b, l);
+	}
+	x = layernorm(b, x, "model.decoder.final_layer_norm");
+	emb = em_node(e, "Transpose", "/lm_head/Transpose", IN(emb), 1,
+		      AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+	em_node(e, "MatMul", "logits", IN(x, emb), 1, NOAT);
+}
+
+/* GPTNeoForCausalLM, eager attention (modeling_gpt_neo.py): q and k cast
+ * to float32, unscaled scores, torch.where against the causal bias,
+ * softmax, cast back to v's dtype. */
+static void build_gpt_neo(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	const char *pos, *shape, *x, *wte, *minv = NULL;
+	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
+
+	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, d);
+	pos = positions(b, &shape);
+	b->causal = eager ? causal_bool(b, pos) : NULL;
+	if (eager)
+		minv = em_scalar(e, finfo_min(fdt), fdt);
+	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
+		    NOAT);
+	x = em_node(e, "Add", "/transformer/Add",
+		    IN(x, em_node(e, "Gather", "/transformer/wpe/Gather",
+				  IN(em_weight(e, "transformer.wpe.weight", b->wdt,
+					       c->positions, d),
+				     pos),
+				  1, NOAT)),
+		    1, NOAT);
+	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
+	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
+		const char *p = em_str(e, "transformer.h.%lld", (long long)l);
+		const char *ap = em_str(e, "%s.attn.attention", p),
+			   *mp = em_str(e, "%s.mlp", p);
+		const char *an = em_str(e, "/%s", ap), *mn = em_str(e, "/%s", mp);
+		const char *h, *q, *k, *v, *s, *y, *f;
+
+		layer_begin(b, l);
+		h = layernorm(b, x, em_str(e, "%s.ln_1", p));
+		q = linear(b, h, ap, "q_proj", d, d, false, false);
+		k = linear(b, h, ap, "k_proj", d, d, false, false);
+		v = linear(b, h, ap, "v_proj", d, d, false, false);
+		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
+		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
+		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
+		if (eager) {
+			if (b->wdt != fdt) {
+				q = em_node(e, "Cast", em_str(e, "%s/Cast", an), IN(q), 1,
+					    AT({"to", A_INT, fdt, 0, NULL, 0}));
+				k = em_node(e, "Cast", em_str(e, "%s/Cast_1", an), IN(k),
+					    1, AT({"to", A_INT, fdt, 0, NULL, 0}));
+			}
+			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
+				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
+				    NOAT);
+			s = em_node(e, "Where", em_str(e, "%s/Where", an),
+				    IN(b->causal, s, minv), 1, NOAT);
+			s = em_node(e, "Softmax", em_str(e, "%s/Softmax", an), IN(s), 1,
+				    AT({"axis", A_INT, -1, 0, NULL, 0}));
+			if (b->wdt != fdt)
+				s = em_node(e, "Cast", em_str(e, "%s/Cast_2", an), IN(s),
+					    1, AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+			s = dropout(b, s, c->attn_pdrop,
+				    em_str(e, "%s/attn_dropout/Dropout", an));
+			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
+				    1, NOAT);
+		} else {
+			y = fused_attention(b, q, k, v, an);
+		}
+		y = merge_heads(b, y, an);
+		y = linear(b, y, ap, "out_proj", d, d, true, false);
+		y = dropout(b, y, c->resid_pdrop,
+			    em_str(e, "%s/resid_dropout/Dropout", an));
+		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
+
+		h = layernorm(b, x, em_str(e, "%s.ln_2", p));
+		f = linear(b, h, mp, "c_fc", d, c->inter, true, false);
+		f = gelu_new(b, f, mn);
+		f = linear(b, f, mp, "c_proj", c->inter, d, true, false);
 		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s/dropout/Dropout", mn));
 		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, f), 1, NOAT);
 		layer_end(b, l);
@@ -948,20 +1280,26 @@ static void build_llama(struct build *b)
 	int64_t d = c->hidden, hd = d / c->heads, kvd = c->kv_heads * hd;
 	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
 	const char *pos, *shape, *x, *emb, *lm;
+	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
 
 	emb = em_weight(e, "model.embed_tokens.weight", b->wdt, c->vocab, d);
 	pos = positions(b, &shape);
-	/* the additive causal mask: 0 where allowed, finfo.min elsewhere */
-	b->causal = em_node(
-		e, "Where", "/model/Where",
-		IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
-		   em_scalar(e,
-			     b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? -65504.0
-			     : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
-				     ? -3.3895313892515355e38
-				     : -3.4028234663852886e38,
-			     b->wdt)),
-		1, NOAT);
+	/* the additive causal mask: 0 where allowed, finfo.min elsewhere
+	 * (the fused kernels get is_causal instead: transformers drops a
+	 * mask that is purely causal) */
+	b->causal =
+		!eager ? NULL
+		       : em_node(e, "Where", "/model/Where",
+				 IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
+				    em_scalar(
+					    e,
+					    b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+						    ? -65504.0
+					    : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
+						    ? -3.3895313892515355e38
+						    : -3.4028234663852886e38,
+					    b->wdt)),
+				 1, NOAT);
 	rotary(b, pos, shape);
 	x = em_node(e, "Gather", "/model/embed_tokens/Gather", IN(emb, "input_ids"), 1,
 		    NOAT);
@@ -982,17 +1320,29 @@ static void build_llama(struct build *b)
 		v = split_heads(b, v, c->kv_heads, em_str(e, "%s/v", an));
 		q = rope(b, q, em_str(e, "%s/q_rope", an));
 		k = rope(b, k, em_str(e, "%s/k_rope", an));
-		k = repeat_kv(b, k, em_str(e, "%s/k_rep", an));
-		v = repeat_kv(b, v, em_str(e, "%s/v_rep", an));
-		k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an), IN(k), 1,
-			    AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
-		s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1, NOAT);
-		s = em_node(e, "Div", em_str(e, "%s/Div", an),
-			    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1, NOAT);
-		s = em_node(e, "Add", em_str(e, "%s/Add", an), IN(s, b->causal), 1, NOAT);
-		s = softmax(b, s, an, true);
-		s = dropout(b, s, c->attn_pdrop, em_str(e, "%s/Dropout", an));
-		y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v), 1, NOAT);
+		/* flash-attn reads grouped keys and values as they are;
+		 * eager and SDPA attention repeat them (repeat_kv) first */
+		if (b->o->attention != COLLOC_ATTN_FLASH) {
+			k = repeat_kv(b, k, em_str(e, "%s/k_rep", an));
+			v = repeat_kv(b, v, em_str(e, "%s/v_rep", an));
+		}
+		if (eager) {
+			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
+				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
+				    NOAT);
+			s = em_node(e, "Div", em_str(e, "%s/Div", an),
+				    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1,
+				    NOAT);
+			s = em_node(e, "Add", em_str(e, "%s/Add", an), IN(s, b->causal),
+				    1, NOAT);
+			s = softmax(b, s, an, true);
+			s = dropout(b, s, c->attn_pdrop, em_str(e, "%s/Dropout", an));
+			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
+				    1, NOAT);
+		} else {
+			y = fused_attention(b, q, k, v, an);
+		}
 		y = merge_heads(b, y, an);
 		y = linear(b, y, ap, "o_proj", d, d, false, false);
 		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
@@ -1236,6 +1586,10 @@ static int build_graph(const struct hf_cfg *c, const struct colloc_model_opts *o
 	}
 	if (c->family == FAM_GPT2)
 		build_gpt2(&b);
+	else if (c->family == FAM_OPT)
+		build_opt(&b);
+	else if (c->family == FAM_GPT_NEO)
+		build_gpt_neo(&b);
 	else
 		build_llama(&b);
 	*lora_count = b.lora_count;
@@ -1270,12 +1624,9 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 
 	if ((rc = parse_config(text, len, file, &c, diag)))
 		return rc;
-	if (o->attention != COLLOC_ATTN_EAGER)
-		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
-				       "%s: --attention %s is not modelled yet (the op "
-				       "table has no fused attention op); --attention "
-				       "eager is",
-				       file, colloc_attention_name(o->attention));
+	if (o->attention < 0 || o->attention >= COLLOC_ATTN_COUNT_)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "--attention wants eager, sdpa or flash");
 	if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT &&
 	    o->weight_dtype != COLLOC_DT_BFLOAT16 && o->weight_dtype != COLLOC_DT_FLOAT16)
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
@@ -1317,6 +1668,14 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 		if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT)
 			colloc__model_note(m, "weights and activations in %s",
 					   colloc_dtype_name(o->weight_dtype));
+		if (o->attention == COLLOC_ATTN_SDPA)
+			colloc__model_note(m, "attention: sdpa (F.scaled_dot_product_"
+					      "attention, is_causal): q, k, v, output "
+					      "and log-sum-exp saved, no [T, T] matrix");
+		else if (o->attention == COLLOC_ATTN_FLASH)
+			colloc__model_note(m, "attention: flash_attention_2 (flash_attn_"
+					      "func, causal): q, k, v, output and "
+					      "log-sum-exp saved, no [T, T] matrix");
 	}
 	return rc;
 }

@@ -30,6 +30,8 @@ static const struct colloc__op table[] = {
 	 COLLOC__TR_COPY, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"ArgMin", "reduction", colloc__shape_argmax, COLLOC__COST_NONE, 0,
 	 COLLOC__TR_COPY, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
+	{"Attention", "attention", colloc__shape_attention, COLLOC__COST_ATTENTION, 0,
+	 COLLOC__TR_ATTENTION, COLLOC__VIEW_NONE, COLLOC__AMP_LOW, false},
 	{"AveragePool", "pooling", colloc__shape_pool, COLLOC__COST_POOL, 0,
 	 COLLOC__TR_POOL_AVG, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"BatchNormalization", "normalization", colloc__shape_batchnorm,
@@ -326,6 +328,9 @@ const char *colloc__train_rule_doc(int rule)
 		return "a view (reshape copies when the strides do not allow)";
 	case COLLOC__TR_WHERE:
 		return "saves the condition";
+	case COLLOC__TR_ATTENTION:
+		return "SDPA / flash-attention: saves q, k, v, the output and a float32 "
+		       "log-sum-exp per row and head, never the probabilities";
 	case COLLOC__TR_REFUSE:
 		return "not modelled: `colloc estimate` refuses (cuDNN's RNN reserve "
 		       "space is unmeasured)";
@@ -362,6 +367,8 @@ static const char *cost_doc(int cost, int per)
 		return "1 per input element";
 	case COLLOC__COST_RNN:
 		return "2 x seq x dirs x batch x (input + hidden) x gates x hidden";
+	case COLLOC__COST_ATTENTION:
+		return "2 x B x H x T x S x (Dqk + Dv), in the step time only";
 	default:
 		return "0 (data movement)";
 	}

@@ -36,6 +36,9 @@ enum colloc__cost_rule {
 	COLLOC__COST_PER_INPUT, /* reductions: one per input element */
 	COLLOC__COST_RNN, /* per step and direction: 2 x batch x (input +
 			   * hidden) x gates x hidden */
+	COLLOC__COST_ATTENTION, /* fused attention: 2 x B x H x T x S x
+				 * (Dqk + Dv), counted by the step-time
+				 * predictor from q, k, v (perf.c) */
 };
 
 /* What the PyTorch op behind a node does in training (train_ops.c turns
@@ -70,6 +73,8 @@ enum colloc__train_rule {
 	COLLOC__TR_SLICE,
 	COLLOC__TR_VIEW, /* reshape family, transpose, expand */
 	COLLOC__TR_WHERE, /* saves the condition */
+	COLLOC__TR_ATTENTION, /* fused SDPA / flash: q, k, v, output and a
+			       * float32 log-sum-exp per row and head */
 	COLLOC__TR_REFUSE, /* training memory not modelled: estimate refuses */
 	COLLOC__TR_COUNT_
 };
@@ -105,6 +110,16 @@ struct colloc__op {
 	 * no gradient buffer of their own). */
 	bool grad_view;
 };
+
+/*
+ * ONNX Attention (opset 23) with 4-D operands, as colloc's Hugging Face
+ * builder writes scaled_dot_product_attention and flash-attention:
+ * Q [B, Hq, T, Dqk], K [B, Hkv, S, Dqk], V [B, Hkv, S, Dv] with Hq a
+ * multiple of Hkv (grouped-query attention) -> Y [B, Hq, T, Dv] in Q's
+ * dtype. Optional inputs (mask, past key/value) and the outputs past Y
+ * are refused: nothing here writes them. (shape_nn.c)
+ */
+int colloc__shape_attention(struct colloc__infer *c, const struct colloc_node *n);
 
 /* The row of op_type in the default domain, or NULL if colloc has none. */
 const struct colloc__op *colloc__op_find(const char *op_type);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/ops.h"
 #include "model/shape_util.h"
 
 /* Spatial output sizes shared by Conv, pooling and ConvTranspose. */
@@ -331,6 +332,46 @@ int colloc__shape_matmul(struct colloc__infer *c, const struct colloc_node *n)
 	if (b->rank > 1)
 		shape[rank++] = sb[rb - 1];
 	return set_out(c, n, 0, a->dtype, rank, shape);
+}
+
+int colloc__shape_attention(struct colloc__infer *c, const struct colloc_node *n)
+{
+	struct colloc_tensor *q, *k, *v;
+	int64_t shape[4];
+	int rc;
+
+	if ((rc = need_in(c, n, 0, &q)) || (rc = need_in(c, n, 1, &k)) ||
+	    (rc = need_in(c, n, 2, &v)))
+		return rc;
+	if (n->n_inputs > 3 || n->n_outputs > 1)
+		return fail(c, COLLOC_EUNSUPPORTED,
+			    "Attention with a mask, a KV cache or extra outputs");
+	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+		return fail(c, COLLOC_EUNSUPPORTED,
+			    "Attention with 3-D operands (4-D [batch, heads, seq, "
+			    "head_dim] only)");
+	if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] ||
+	    k->shape[1] != v->shape[1] || k->shape[2] != v->shape[2] ||
+	    k->shape[3] != q->shape[3])
+		return fail(c, COLLOC_ESHAPE,
+			    "Attention operands disagree: q [%lld, %lld, %lld, %lld], "
+			    "k [%lld, %lld, %lld, %lld], v [%lld, %lld, %lld, %lld]",
+			    (long long)q->shape[0], (long long)q->shape[1],
+			    (long long)q->shape[2], (long long)q->shape[3],
+			    (long long)k->shape[0], (long long)k->shape[1],
+			    (long long)k->shape[2], (long long)k->shape[3],
+			    (long long)v->shape[0], (long long)v->shape[1],
+			    (long long)v->shape[2], (long long)v->shape[3]);
+	if (k->shape[1] <= 0 || q->shape[1] % k->shape[1])
+		return fail(c, COLLOC_ESHAPE,
+			    "Attention: %lld query heads are not a multiple of %lld "
+			    "key/value heads",
+			    (long long)q->shape[1], (long long)k->shape[1]);
+	shape[0] = q->shape[0];
+	shape[1] = q->shape[1];
+	shape[2] = q->shape[2];
+	shape[3] = v->shape[3];
+	return set_out(c, n, 0, q->dtype, 4, shape);
 }
 
 int colloc__shape_softmax(struct colloc__infer *c, const struct colloc_node *n)

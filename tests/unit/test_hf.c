@@ -3,7 +3,8 @@
  * through the front door (colloc/model.h):
  *  - parameter counts exact against the published counts of the real
  *    models (data/hf/: gpt2 124,439,808; distilgpt2 81,912,576;
- *    Llama-2-7B 6,738,415,616; Llama-3-70B 70,553,706,496) and the LoRA
+ *    Llama-2-7B 6,738,415,616; Llama-3-70B 70,553,706,496; opt-125m
+ *    125,239,296; gpt-neo-125m 125,198,592) and the LoRA
  *    count peft prints for gpt2 (r 8 on c_attn: 294,912);
  *  - the gpt2 built from its configuration estimates exactly as the zoo's
  *    torch.onnx export of the same model (data/zoo/gpt2.onnx);
@@ -11,8 +12,10 @@
  *    tools/hf_reference.py): saved-for-backward bytes within 1% (as CUDA
  *    saves them: bool dropout masks, float32 layer-norm statistics), trainable
  *    and frozen counts, parameter, gradient and Adam state bytes exact, for
- *    every family x {full, LoRA} x {fp32, bf16} x {plain, gradient
- *    checkpointing};
+ *    every family (gpt2, llama, qwen2, opt, gpt_neo) x {full, LoRA} x
+ *    {fp32, bf16} x {plain, gradient checkpointing};
+ *  - --attention sdpa|flash worked by hand against eager, and the pure
+ *    half-precision weights' tensor-core rate in the step time;
  *  - errors: an unknown model_type named with its architectures, a
  *    sequence past the position limit, LoRA on an ONNX graph, a --freeze
  *    pattern that matches nothing.
@@ -64,6 +67,15 @@ static void published_counts(void **state)
 		{"data/hf/distilgpt2", 81912576ull},
 		{"data/hf/llama-2-7b", 6738415616ull},
 		{"data/hf/llama-3-70b", 70553706496ull},
+		/* facebook/opt-125m's config.json: embed 50272 x 768, positions
+		 * (2048 + 2) x 768, 12 x (4 biased 768 x 768 projections, fc1
+		 * 768 x 3072, fc2 3072 x 768, two layer norms), final layer
+		 * norm, tied head: what OPTForCausalLM.num_parameters() gives */
+		{"data/hf/opt-125m", 125239296ull},
+		/* EleutherAI/gpt-neo-125M's config.json: wte 50257 x 768, wpe
+		 * 2048 x 768, 12 x (bias-free q/k/v, biased out_proj, c_fc,
+		 * c_proj, two layer norms), ln_f, tied head */
+		{"data/hf/gpt-neo-125m", 125198592ull},
 	};
 	struct colloc_model_opts lora = {0};
 
@@ -229,7 +241,7 @@ static void against_pytorch(void **state)
 		colloc_model_destroy(m);
 		n++;
 	}
-	assert_true(n >= 24);
+	assert_true(n >= 40);
 	cJSON_Delete(ref);
 	if (bad)
 		fail_msg("%d of %d cases saved more than %.0f%% off PyTorch (above)", bad,
@@ -290,6 +302,196 @@ static void checkpointing(void **state)
 	colloc_model_destroy(mc);
 }
 
+/*
+ * Pure half-precision weights (--precision bf16: torch_dtype=bfloat16, no
+ * autocast) run their matrix products on the tensor cores: gpt2 at batch 8,
+ * seq 512 on an A100 (bf16 312 TFLOPS against fp32 19.5) spends far less
+ * compute-bound time than in float32, about what autocast's bf16 GEMMs
+ * take, and the same bf16 graph at a platform without tensor-core rates
+ * falls back to the fp32 rate.
+ */
+static void half_weights_rate(void **state)
+{
+	struct colloc_model_opts bf = {0};
+	struct colloc_model *mf = open_hf("data/hf/gpt2", NULL), *mb;
+	struct colloc_model_dims d = {8, 512, NULL, 0, false};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_perf_opts po;
+	struct colloc_perf pf, pb, pa, pn;
+	struct colloc_platform a100, plain;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	bf.weight_dtype = COLLOC_DT_BFLOAT16;
+	mb = open_hf("data/hf/gpt2", &bf);
+	if (colloc_platform_load("a100-40gb-cu124-torch26", &a100, &diag))
+		fail_msg("%s", diag.msg);
+	plain = a100;
+	plain.tf32_tflops = plain.fp16_tflops = plain.bf16_tflops = 0;
+	colloc_estimate_opts_init(&o);
+	o.loss = COLLOC_LOSS_CAUSAL_LM;
+	o.platform = &a100;
+	colloc_perf_opts_init(&po);
+	po.loss = COLLOC_LOSS_CAUSAL_LM;
+	po.batch = 8;
+	po.platform = &a100;
+	if (colloc_estimate_model(mf, &d, &o, &e, &diag) ||
+	    colloc_model_perf_predict(mf, &po, &pf, &diag) ||
+	    colloc_estimate_model(mb, &d, &o, &e, &diag) ||
+	    colloc_model_perf_predict(mb, &po, &pb, &diag))
+		fail_msg("%s", diag.msg);
+	po.precision = COLLOC_PREC_AMP_BF16;
+	if (colloc_model_perf_predict(mf, &po, &pa, &diag))
+		fail_msg("%s", diag.msg);
+	po.precision = COLLOC_PREC_FP32;
+	po.platform = &plain;
+	if (colloc_model_perf_predict(mb, &po, &pn, &diag))
+		fail_msg("%s", diag.msg);
+	print_message("compute-bound: fp32 %.2f ms, bf16 weights %.2f ms, amp-bf16 %.2f "
+		      "ms, bf16 without tensor-core rates %.2f ms\n",
+		      pf.compute_bound_ms, pb.compute_bound_ms, pa.compute_bound_ms,
+		      pn.compute_bound_ms);
+	assert_true(pb.compute_bound_ms < 0.25 * pf.compute_bound_ms);
+	assert_true(pb.compute_bound_ms < 1.5 * pa.compute_bound_ms);
+	assert_true(pn.compute_bound_ms > 0.5 * pf.compute_bound_ms);
+	assert_true(pb.step_ms < pf.step_ms);
+	colloc_model_destroy(mf);
+	colloc_model_destroy(mb);
+}
+
+static uint64_t saved_with(const char *cfg, int attention, int precision, int64_t batch,
+			   int64_t seq)
+{
+	struct colloc_model_opts mo = {0};
+	struct colloc_model *m;
+	struct colloc_model_dims d = {batch, seq, NULL, 0, false};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_diag diag = {{0}};
+
+	mo.attention = attention;
+	m = open_hf(cfg, &mo);
+	colloc_estimate_opts_init(&o);
+	o.loss = COLLOC_LOSS_CAUSAL_LM;
+	o.precision = precision;
+	if (colloc_estimate_model(m, &d, &o, &e, &diag))
+		fail_msg("%s: %s", cfg, diag.msg);
+	colloc_model_destroy(m);
+	return e.saved_activation_bytes;
+}
+
+/*
+ * --attention, worked by hand on the tiny configurations (2 layers, 4
+ * heads, head_dim 16; llama: 2 key/value heads), batch 3, seq 50:
+ *  - llama, float32: eager saves the [3, 4, 50, 50] float32 probabilities
+ *    per layer (softmax's result, read again by the second bmm); SDPA (the
+ *    memory-efficient kernel for float32) saves instead a float32
+ *    log-sum-exp [3, 4, 64] (50 rows padded to 32s); q, k, v and the
+ *    output are saved by both (eager: by the two bmm and o_proj);
+ *  - llama, flash: k and v are read with their 2 heads, so the repeat_kv
+ *    copies [3, 4, 50, 16] of k and v are not saved; the rope'd k and
+ *    v_proj's output [3, 2, 50, 16] are;
+ *  - gpt2 (attn_pdrop 0.1), float32: eager's probabilities, their bool
+ *    dropout mask and the dropped-out probabilities go, the log-sum-exp
+ *    comes; its q, k, v copies for bmm become the views of c_attn's output
+ *    (the same bytes);
+ *  - under autocast (the flash kernel) the log-sum-exp is not padded, and
+ *    eager saves softmax's float32 result and its half copy for the bmm.
+ */
+static void attention_kinds(void **state)
+{
+	const uint64_t b = 3, h = 4, t = 50, hd = 16, kvh = 2, layers = 2;
+	const uint64_t probs = b * h * t * t * 4, lse_pad = b * h * 64 * 4,
+		       lse = b * h * t * 4;
+	uint64_t eager, sdpa, flash;
+
+	(void)state;
+	eager = saved_with("tests/data/hf/llama_tiny.json", COLLOC_ATTN_EAGER,
+			   COLLOC_PREC_FP32, 3, 50);
+	sdpa = saved_with("tests/data/hf/llama_tiny.json", COLLOC_ATTN_SDPA,
+			  COLLOC_PREC_FP32, 3, 50);
+	flash = saved_with("tests/data/hf/llama_tiny.json", COLLOC_ATTN_FLASH,
+			   COLLOC_PREC_FP32, 3, 50);
+	print_message("llama_tiny saved: eager %llu, sdpa %llu, flash %llu\n",
+		      (unsigned long long)eager, (unsigned long long)sdpa,
+		      (unsigned long long)flash);
+	assert_int_equal(eager - sdpa, layers * (probs - lse_pad));
+	/* flash: 2 repeat copies [b, h, t, hd] out, rope'd k and the v view
+	 * [b, kvh, t, hd] in */
+	assert_int_equal(sdpa - flash, layers * 2 * b * (h - kvh) * t * hd * 4);
+
+	eager = saved_with("tests/data/hf/gpt2_tiny.json", COLLOC_ATTN_EAGER,
+			   COLLOC_PREC_FP32, 3, 50);
+	sdpa = saved_with("tests/data/hf/gpt2_tiny.json", COLLOC_ATTN_SDPA,
+			  COLLOC_PREC_FP32, 3, 50);
+	print_message("gpt2_tiny saved: eager %llu, sdpa %llu\n",
+		      (unsigned long long)eager, (unsigned long long)sdpa);
+	assert_int_equal(eager - sdpa, layers * (probs + probs / 4 + probs - lse_pad));
+
+	/* autocast (the flash kernel): the log-sum-exp unpadded; eager saves
+	 * softmax's float32 result and the half copy the second bmm reads */
+	eager = saved_with("tests/data/hf/llama_tiny.json", COLLOC_ATTN_EAGER,
+			   COLLOC_PREC_AMP_BF16, 3, 50);
+	sdpa = saved_with("tests/data/hf/llama_tiny.json", COLLOC_ATTN_SDPA,
+			  COLLOC_PREC_AMP_BF16, 3, 50);
+	print_message("llama_tiny amp-bf16 saved: eager %llu, sdpa %llu\n",
+		      (unsigned long long)eager, (unsigned long long)sdpa);
+	assert_int_equal(eager - sdpa, layers * (probs + probs / 2 - lse));
+}
+
+/*
+ * The fused kernels' step time: gpt2 at batch 8, seq 1024 under autocast
+ * on an A100 never writes the [8, 12, 1024, 1024] score and probability
+ * matrices, so sdpa's forward is shorter than eager's, and its kernels
+ * fewer (one per layer instead of matmul, div, where, softmax, dropout,
+ * matmul).
+ */
+static void attention_step_time(void **state)
+{
+	struct colloc_model_opts mo = {0};
+	struct colloc_model *me = open_hf("data/hf/gpt2", NULL), *ms;
+	struct colloc_model_dims d = {8, 1024, NULL, 0, false};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_perf_opts po;
+	struct colloc_perf pe, ps;
+	struct colloc_platform a100;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	mo.attention = COLLOC_ATTN_SDPA;
+	ms = open_hf("data/hf/gpt2", &mo);
+	if (colloc_platform_load("a100-40gb-cu124-torch26", &a100, &diag))
+		fail_msg("%s", diag.msg);
+	colloc_estimate_opts_init(&o);
+	o.loss = COLLOC_LOSS_CAUSAL_LM;
+	o.precision = COLLOC_PREC_AMP_BF16;
+	o.platform = &a100;
+	colloc_perf_opts_init(&po);
+	po.loss = COLLOC_LOSS_CAUSAL_LM;
+	po.precision = COLLOC_PREC_AMP_BF16;
+	po.batch = 8;
+	po.platform = &a100;
+	if (colloc_estimate_model(me, &d, &o, &e, &diag) ||
+	    colloc_model_perf_predict(me, &po, &pe, &diag) ||
+	    colloc_estimate_model(ms, &d, &o, &e, &diag) ||
+	    colloc_model_perf_predict(ms, &po, &ps, &diag))
+		fail_msg("%s", diag.msg);
+	print_message("gpt2 step: eager %.1f ms (forward %.1f, %d kernels), sdpa %.1f ms "
+		      "(forward %.1f, %d kernels)\n",
+		      pe.step_ms, pe.phase_ms[COLLOC_PERF_FORWARD], pe.kernels,
+		      ps.step_ms, ps.phase_ms[COLLOC_PERF_FORWARD], ps.kernels);
+	assert_true(ps.phase_ms[COLLOC_PERF_FORWARD] < pe.phase_ms[COLLOC_PERF_FORWARD]);
+	assert_true(ps.kernels < pe.kernels);
+	assert_true(ps.step_ms < pe.step_ms);
+	/* still more than the forward's GEMMs alone: the fused kernel costs
+	 * its FLOPs (2 x 8 x 12 x 1024 x 1024 x 128 per layer, ~half causal) */
+	assert_true(ps.compute_bound_ms > 0);
+	colloc_model_destroy(me);
+	colloc_model_destroy(ms);
+}
+
 static void errors(void **state)
 {
 	static const char unknown[] =
@@ -343,8 +545,13 @@ static void errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(published_counts), cmocka_unit_test(same_as_zoo_export),
-		cmocka_unit_test(against_pytorch),  cmocka_unit_test(checkpointing),
+		cmocka_unit_test(published_counts),
+		cmocka_unit_test(same_as_zoo_export),
+		cmocka_unit_test(against_pytorch),
+		cmocka_unit_test(checkpointing),
+		cmocka_unit_test(half_weights_rate),
+		cmocka_unit_test(attention_kinds),
+		cmocka_unit_test(attention_step_time),
 		cmocka_unit_test(errors),
 	};
 
