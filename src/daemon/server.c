@@ -70,6 +70,83 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 /* What a request's headers say that the API needs, and what is wrong with
  * them: one Content-Length at most (two that differ are how requests are
  * smuggled past a proxy), not with Transfer-Encoding, one Idempotency-Key. */
+/*
+ * Connections per user (issue 14): one user's unfinished requests must not
+ * take every connection slot and lock everyone out. Each user but root and
+ * the daemon's own uid may hold at most PER_UID_CONNECTIONS at once; past
+ * that a new connection is shut down as it is accepted, and a request's
+ * headers and body must arrive within CONNECTION_TIMEOUT_S.
+ */
+#define PER_UID_CONNECTIONS 32
+#define CONNECTION_TIMEOUT_S 10
+#define MAX_CONNECTIONS 1024
+#define UID_SLOTS 256 /* distinct users with connections at once */
+
+struct uid_count {
+	uid_t uid;
+	unsigned n;
+};
+
+static struct uid_count uid_counts[UID_SLOTS];
+
+/* The user's slot (made when absent and make is set), or NULL. */
+static struct uid_count *uid_slot(uid_t uid, bool make)
+{
+	struct uid_count *free_slot = NULL;
+
+	for (size_t k = 0; k < UID_SLOTS; k++) {
+		if (uid_counts[k].n && uid_counts[k].uid == uid)
+			return &uid_counts[k];
+		if (!uid_counts[k].n && !free_slot)
+			free_slot = &uid_counts[k];
+	}
+	if (make && free_slot)
+		free_slot->uid = uid;
+	return make ? free_slot : NULL;
+}
+
+/* What a connection remembers: whose it is, for the count. */
+struct conn_owner {
+	uid_t uid;
+	bool counted;
+};
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn_owner *o = *socket_context;
+	struct uid_count *slot;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+
+	(void)cls;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (o && o->counted && (slot = uid_slot(o->uid, false)) && slot->n)
+			slot->n--;
+		free(o);
+		*socket_context = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0)
+		return; /* on_request answers 403 */
+	if (cred.uid == 0 || cred.uid == geteuid())
+		return;
+	o = calloc(1, sizeof(*o));
+	slot = o ? uid_slot(cred.uid, true) : NULL;
+	if (!slot || slot->n >= PER_UID_CONNECTIONS) {
+		/* libmicrohttpd sees the end of the stream and frees the slot */
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		free(o);
+		return;
+	}
+	slot->n++;
+	o->uid = cred.uid;
+	o->counted = true;
+	*socket_context = o;
+}
+
 struct header_scan {
 	int n_length, n_te, n_idem;
 	char length[32];
@@ -529,8 +606,9 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 	mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, d,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_END);
+		on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS, MHD_OPTION_END);
 	if (!mhd) {
 		rc = colloc_diag_set(diag, -EIO, "libmicrohttpd could not start on %s",
 				     socket_path);

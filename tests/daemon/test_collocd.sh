@@ -351,6 +351,31 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/d
 	c users cancel "$r" >/dev/null
 	waitall users "$r"
 	check users-cancelled test "$(state_of users "$r")" = cancelled
+
+	# One user's 100 unfinished requests (headers never completed) get 32
+	# connections; the rest are shut as they are accepted, and root still
+	# gets answers (issue 14).
+	mkdir "$T/hog"
+	chown colloc-it2 "$T/hog"
+	runuser -u colloc-it2 -- /usr/bin/python3 -c '
+import socket, sys, time
+conns, closed = [], 0
+for k in range(100):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n"); conns.append(s)
+time.sleep(1.5)
+for s in conns:
+    s.settimeout(0.05)
+    try:
+        if s.recv(1) == b"": closed += 1
+    except socket.timeout: pass
+    except OSError: closed += 1
+open(sys.argv[2], "w").write(str(closed)); time.sleep(3)' "$T/users.sock" "$T/hog/closed" &
+	hog=$!
+	sleep 1
+	expect users-root-answered 0 "ID +NAME" "$colloc" --socket "$T/users.sock" queue --all
+	wait "$hog"
+	check users-hog-limited test "$(cat "$T/hog/closed" 2>/dev/null)" -ge 60
 	stop users
 
 	# Squatting (issue 14): another user's socket where collocd's should be
