@@ -194,6 +194,35 @@ api crash GET /v1/stats >/dev/null
 check crash-none-lost test "$(field "$(cat "$T/api.out")" jobs_lost)" = 0
 stop crash
 
+# --- E2. crash-and-restart stress: 60 jobs, collocd killed with SIGKILL 12 times
+# at random moments while it launches and finishes them; every job runs exactly
+# once (its side effect is one line) and ends done ---------------------------------
+start stress 4x8GiB || exit 1
+ids=""
+for k in $(seq 1 60); do
+	ids="$ids $(submit stress --mem 1GiB -- sh -c "echo run >> $T/stress.$k; sleep 0.3")"
+done
+for round in $(seq 1 12); do
+	sleep "0.$(( (round * 37) % 9 + 1 ))"
+	kill -9 "$(cat "$T/stress.pid")" 2>/dev/null
+	wait "$(cat "$T/stress.pid")" 2>/dev/null
+	start stress 4x8GiB || exit 1
+done
+waitall stress $ids
+once=0
+done_n=0
+for k in $(seq 1 60); do
+	[ "$(wc -l <"$T/stress.$k" 2>/dev/null)" = 1 ] && once=$((once + 1))
+done
+for id in $ids; do
+	[ "$(state_of stress "$id")" = done ] && done_n=$((done_n + 1))
+done
+is "$once" 60 "stress: jobs that ran exactly once"
+is "$done_n" 60 "stress: jobs done"
+api stress GET /v1/stats >/dev/null
+check stress-none-lost test "$(field "$(cat "$T/api.out")" jobs_lost)" = 0
+stop stress
+
 # --- F. a crash inside the launch window: collocd killed after committing a
 # launch and before (or after) forking its supervisor, then restarted. The job
 # runs exactly once either way: the launch claim (launcher.h) tells a restarted
