@@ -7,14 +7,12 @@
  * under supervisors, cancelled before each test ends (every wait bounded).
  * Nothing here sleeps to let time pass: the test hands the core its time.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +25,7 @@
 #include "colloc/error.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "test_util.h"
 
 #define GiB (1ull << 30)
 #define WAIT_MS 10000
@@ -44,36 +43,12 @@ struct fixture {
 	struct cd_now now; /* the test's clock */
 };
 
-static int64_t real_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static double real_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static void nap_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-			struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 static int open_daemon(struct fixture *f)
@@ -107,7 +82,7 @@ static int setup_gpus(void **state, const char *gpus, int64_t reserve_ms)
 	f.cfg.sched.headroom_bytes = GiB;
 	/* A clock of the test's own, far from the real one: the core must
 	 * take its time from cd_daemon_set_now() only. */
-	f.now.mono_ms = real_mono_ms() + 1000000;
+	f.now.mono_ms = test_mono_ms() + 1000000;
 	f.now.wall_ms = (int64_t)1700000000 * 1000;
 	f.peer.uid = (uint32_t)geteuid();
 	f.peer.gid = (uint32_t)getegid();
@@ -134,7 +109,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	cd_daemon_destroy(f->d);
-	return nftw(f->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return test_rm_rf(f->dir);
 }
 
 /* ----------------------------------------------------------------- helpers */
@@ -200,10 +175,10 @@ static void cancel(struct fixture *f, uint64_t id)
 
 	assert_int_equal(cd_daemon_cancel(f->d, &f->peer, id, &job, &diag), 0);
 	if (job.sup_pid > 0) {
-		deadline = real_mono_ms() + WAIT_MS;
+		deadline = test_mono_ms() + WAIT_MS;
 		while ((w = waitpid((pid_t)job.sup_pid, NULL, WNOHANG)) == 0 &&
-		       real_mono_ms() < deadline)
-			nap_ms(10);
+		       test_mono_ms() < deadline)
+			test_nap_ms(10);
 		assert_int_equal(w, (pid_t)job.sup_pid);
 		cd_daemon_reap(f->d, job.sup_pid);
 	}

@@ -30,6 +30,7 @@
 #include "colloc/error.h"
 #include "colloc/simgpu.h"
 #include "daemon/config.h"
+#include "test_util.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 
@@ -42,30 +43,6 @@ struct fixture {
 	struct cd_daemon *d;
 	struct cd_peer peer;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-			struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static int setup(void **state)
 {
@@ -100,7 +77,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	cd_daemon_destroy(f->d);
-	return nftw(f->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return test_rm_rf(f->dir);
 }
 
 /* ----------------------------------------------------------------- helpers */
@@ -459,10 +436,10 @@ static void test_running_job(void **state)
 	/* Cancel; the supervisor ends; the daemon records it. */
 	cd_job_fini(&job);
 	assert_int_equal(cd_daemon_cancel(f->d, &f->peer, id, &job, &diag), 0);
-	deadline = now_ms() + WAIT_MS;
+	deadline = test_mono_ms() + WAIT_MS;
 	while ((w = waitpid((pid_t)job.sup_pid, NULL, WNOHANG)) == 0 &&
-	       now_ms() < deadline)
-		nap_ms(10);
+	       test_mono_ms() < deadline)
+		test_nap_ms(10);
 	assert_int_equal(w, (pid_t)job.sup_pid);
 	cd_daemon_reap(f->d, job.sup_pid);
 	cd_job_fini(&job);

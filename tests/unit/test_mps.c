@@ -19,6 +19,7 @@
 
 #include "colloc/error.h"
 #include "daemon/mps.h"
+#include "test_util.h"
 
 #define GiB (1ull << 30)
 #define MiB (1ull << 20)
@@ -58,19 +59,10 @@ static int setup(void **state)
 	return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-			struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int teardown(void **state)
 {
 	(void)state;
-	return nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return test_rm_rf(dir);
 }
 
 static void test_start_stop(void **state)
