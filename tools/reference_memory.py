@@ -171,7 +171,10 @@ class SavedTensorMeter:
 
 
 def _outputs(out):
-    return [out] if isinstance(out, torch.Tensor) else list(out)
+    if isinstance(out, torch.Tensor):
+        return [out]
+    # torchvision's segmentation models return {"out": ..., "aux": ...}
+    return list(out.values()) if isinstance(out, dict) else list(out)
 
 
 def make_loss(spec, inputs, gen):
