@@ -301,6 +301,54 @@ void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
 	}
 }
 
+int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg)
+{
+	struct cd_config *c = &d->cfg;
+	int changed = 0;
+
+	/* What the running core holds open or has built on: a restart. */
+#define RESTART(field, key)                                                              \
+	do {                                                                             \
+		if (memcmp(&c->field, &cfg->field, sizeof(c->field)) != 0)               \
+			cd__logf(d, "config: %s changed; it needs a restart of collocd", \
+				 key);                                                   \
+	} while (0)
+	RESTART(gpus, "gpus");
+	RESTART(allow_sim, "allow_sim");
+	RESTART(socket_path, "socket");
+	RESTART(db_path, "db");
+	RESTART(state_dir, "state_dir");
+	RESTART(sharing, "sharing");
+	RESTART(mps_control, "mps_control");
+	RESTART(mps_thread_share, "mps_thread_share");
+	RESTART(metrics, "metrics");
+#undef RESTART
+	/* The rest is read where it is used: it changes now. */
+#define LIVE(field)                                                          \
+	do {                                                                 \
+		if (memcmp(&c->field, &cfg->field, sizeof(c->field)) != 0) { \
+			c->field = cfg->field;                               \
+			changed++;                                           \
+		}                                                            \
+	} while (0)
+	LIVE(sched);
+	LIVE(sample_ms);
+	LIVE(default_mem_bytes);
+	LIVE(default_util);
+	LIVE(oom);
+	LIVE(kill_grace_ms);
+	LIVE(reserve_ms);
+#undef LIVE
+	if (strcmp(c->admin_group, cfg->admin_group) != 0) {
+		snprintf(c->admin_group, sizeof(c->admin_group), "%s", cfg->admin_group);
+		changed++;
+	}
+	cd__logf(d, "config reloaded: %d setting%s changed (policy %s)", changed,
+		 changed == 1 ? "" : "s", colloc_policy_name(c->sched.policy));
+	d->dirty = true;
+	return changed;
+}
+
 /* The database and its directory are collocd's own, like the state dir. */
 static int check_db_path(const char *db, uid_t uid, struct colloc_diag *diag)
 {

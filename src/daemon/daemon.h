@@ -252,6 +252,15 @@ void cd_daemon_reap(struct cd_daemon *d, int64_t pid);
  */
 int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample);
 
+/*
+ * Take the settings of cfg that can change while collocd runs (policy,
+ * headroom, util_bound, backfill, starve, sample_interval, admin_group,
+ * default_mem, default_util, the OOM policy, kill_grace, reserve) and log, one line each, those that differ but need a restart
+ * (gpus, socket, db, state_dir, sharing, mps_*, metrics, allow_sim). The
+ * next pass uses the new settings. Returns how many settings changed.
+ */
+int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg);
+
 /* Ask for a scheduling pass on the next tick (after a submit or an end). */
 void cd_daemon_mark_dirty(struct cd_daemon *d);
 bool cd_daemon_dirty(const struct cd_daemon *d);

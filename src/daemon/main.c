@@ -336,10 +336,62 @@ static int resolve_gpus(struct cd_config *cfg)
 	return 0;
 }
 
+/*
+ * The configuration: defaults, then the config file, then the options (the
+ * same at start and on SIGHUP). Returns 0, 1 when --help or --version was
+ * answered, or an exit status.
+ */
+static int build_config(int argc, char **argv, struct cd_config *cfg, const char **read,
+			bool *print)
+{
+	struct cd_config defaults;
+	int rc;
+
+	cd_config_defaults(cfg);
+	defaults = *cfg;
+	if ((rc = load_config(argc, argv, cfg, read)) ||
+	    (rc = apply_options(argc, argv, cfg, print)))
+		return rc;
+	/* The database lives in the state dir unless it was named
+	 * (--help: "default STATE_DIR/collocd.db"). */
+	if (strcmp(cfg->db_path, defaults.db_path) == 0 &&
+	    strcmp(cfg->state_dir, defaults.state_dir) != 0 &&
+	    (size_t)snprintf(cfg->db_path, sizeof(cfg->db_path), "%s/collocd.db",
+			     cfg->state_dir) >= sizeof(cfg->db_path)) {
+		fprintf(stderr, "collocd: error: state_dir path too long\n");
+		return 2;
+	}
+	return 0;
+}
+
+static int main_argc;
+static char **main_argv;
+static char start_gpus[CD_PATH_MAX]; /* gpus as configured, before resolving */
+
+/* SIGHUP: the config file read again, and what can change live applied
+ * (cd_daemon_reconfigure); a file that no longer parses changes nothing. */
+static void reload(struct cd_daemon *d)
+{
+	struct cd_config cfg;
+	const char *read = NULL;
+	bool print = false;
+
+	if (build_config(main_argc, main_argv, &cfg, &read, &print) != 0) {
+		log_line("SIGHUP: the configuration does not load (above); keeping the "
+			 "running one");
+		return;
+	}
+	/* gpus was resolved at start ("auto" -> what it found): the same spec
+	 * in the file is no change */
+	if (strcmp(cfg.gpus, start_gpus) == 0)
+		snprintf(cfg.gpus, sizeof(cfg.gpus), "%s", cd_daemon_config(d)->gpus);
+	(void)cd_daemon_reconfigure(d, &cfg);
+}
+
 int main(int argc, char **argv)
 {
 	struct colloc_diag diag = {{0}};
-	struct cd_config cfg, defaults;
+	struct cd_config cfg;
 	struct cd_daemon *d = NULL;
 	const char *config_read = NULL;
 	bool print = false;
@@ -348,22 +400,12 @@ int main(int argc, char **argv)
 	/* Files collocd makes are its own to write: a permissive umask must
 	 * not make its state dir group-writable (which it then refuses). */
 	umask(022);
-	cd_config_defaults(&cfg);
-	defaults = cfg;
-	rc = load_config(argc, argv, &cfg, &config_read);
+	main_argc = argc;
+	main_argv = argv;
+	rc = build_config(argc, argv, &cfg, &config_read, &print);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	if ((rc = apply_options(argc, argv, &cfg, &print)))
-		return rc;
-	/* The database lives in the state dir unless it was named
-	 * (--help: "default STATE_DIR/collocd.db"). */
-	if (strcmp(cfg.db_path, defaults.db_path) == 0 &&
-	    strcmp(cfg.state_dir, defaults.state_dir) != 0 &&
-	    (size_t)snprintf(cfg.db_path, sizeof(cfg.db_path), "%s/collocd.db",
-			     cfg.state_dir) >= sizeof(cfg.db_path)) {
-		fprintf(stderr, "collocd: error: state_dir path too long\n");
-		return 2;
-	}
+	snprintf(start_gpus, sizeof(start_gpus), "%s", cfg.gpus);
 	if (print) {
 		printf("# config file: %s\n", config_read ? config_read : "none");
 		return cd_config_write(&cfg, stdout) ? 1 : 0;
@@ -407,6 +449,7 @@ int main(int argc, char **argv)
 			 colloc_policy_name(cfg.sched.policy), cfg.db_path);
 		log_line(line);
 	}
+	cd_server_on_reload(reload);
 	rc = cd_server_run(d, cfg.socket_path, &diag);
 	if (rc)
 		fprintf(stderr, "collocd: error: %s\n", diag.msg);

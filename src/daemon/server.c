@@ -575,6 +575,13 @@ static void reap_children(struct cd_daemon *d)
 	}
 }
 
+static void (*reload_fn)(struct cd_daemon *d);
+
+void cd_server_on_reload(void (*fn)(struct cd_daemon *d))
+{
+	reload_fn = fn;
+}
+
 int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_diag *diag)
 {
 	const union MHD_DaemonInfo *info;
@@ -661,8 +668,10 @@ int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_di
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD)
 				reap_children(d);
+			else if (si.ssi_signo == SIGHUP && reload_fn)
+				reload_fn(d);
 			else if (si.ssi_signo == SIGHUP)
-				continue; /* reserved for a config reload */
+				cd_daemon_log(d, "SIGHUP: nothing to reload");
 			else
 				stop = true;
 		}

@@ -20,4 +20,9 @@
  */
 int cd_server_run(struct cd_daemon *d, const char *socket_path, struct colloc_diag *diag);
 
+/* What SIGHUP runs (collocd's main: read the config again and hand it to
+ * cd_daemon_reconfigure); NULL, the default, logs that there is nothing to
+ * reload. */
+void cd_server_on_reload(void (*fn)(struct cd_daemon *d));
+
 #endif

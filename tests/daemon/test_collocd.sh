@@ -352,6 +352,30 @@ else
 	echo "skip: schema migration (needs python3 with sqlite3)"
 fi
 
+# --- I. SIGHUP reloads the config file: live settings change, the others say
+# they need a restart, a file that no longer parses changes nothing -------------
+printf 'policy = exclusive\n' >"$T/hup.conf"
+start hup 1x8GiB --config "$T/hup.conf" || exit 1
+api hup GET /v1/status >/dev/null
+check hup-before test "$(field "$(cat "$T/api.out")" policy)" = exclusive
+printf 'policy = round-robin\nsharing = mps\n' >"$T/hup.conf"
+kill -HUP "$(cat "$T/hup.pid")"
+k=0
+until api hup GET /v1/status >/dev/null && [ "$(field "$(cat "$T/api.out")" policy)" = round-robin ] ||
+	[ $k -ge 50 ]; do
+	sleep 0.1
+	k=$((k + 1))
+done
+check hup-live test "$(field "$(cat "$T/api.out")" policy)" = round-robin
+check hup-restart-said grep -q 'sharing changed; it needs a restart' "$T/hup.log"
+printf 'policy = bogus\n' >"$T/hup.conf"
+kill -HUP "$(cat "$T/hup.pid")"
+sleep 0.5
+api hup GET /v1/status >/dev/null
+check hup-bad-kept test "$(field "$(cat "$T/api.out")" policy)" = round-robin
+check hup-bad-said grep -q 'keeping the running one' "$T/hup.log"
+stop hup
+
 # --- F. users: each sees and cancels only their own jobs -------------------------
 if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
 	id colloc-it2 >/dev/null 2>&1 || useradd -M -s /bin/sh colloc-it2
