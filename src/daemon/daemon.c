@@ -301,52 +301,44 @@ void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
 	}
 }
 
+/* Log that key changed in the file but needs a restart; 1 if it did. */
+static int needs_restart(struct cd_daemon *d, bool differs, const char *key)
+{
+	if (differs)
+		cd__logf(d, "config: %s changed; it needs a restart of collocd", key);
+	return differs;
+}
+
 int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg)
 {
 	struct cd_config *c = &d->cfg;
-	int changed = 0;
+	int kept = 0;
 
 	/* What the running core holds open or has built on: a restart. */
-#define RESTART(field, key)                                                              \
-	do {                                                                             \
-		if (memcmp(&c->field, &cfg->field, sizeof(c->field)) != 0)               \
-			cd__logf(d, "config: %s changed; it needs a restart of collocd", \
-				 key);                                                   \
-	} while (0)
-	RESTART(gpus, "gpus");
-	RESTART(allow_sim, "allow_sim");
-	RESTART(socket_path, "socket");
-	RESTART(db_path, "db");
-	RESTART(state_dir, "state_dir");
-	RESTART(sharing, "sharing");
-	RESTART(mps_control, "mps_control");
-	RESTART(mps_thread_share, "mps_thread_share");
-	RESTART(metrics, "metrics");
-#undef RESTART
+	kept += needs_restart(d, strcmp(c->gpus, cfg->gpus) != 0, "gpus");
+	kept += needs_restart(d, c->allow_sim != cfg->allow_sim, "allow_sim");
+	kept += needs_restart(d, strcmp(c->socket_path, cfg->socket_path) != 0, "socket");
+	kept += needs_restart(d, strcmp(c->db_path, cfg->db_path) != 0, "db");
+	kept += needs_restart(d, strcmp(c->state_dir, cfg->state_dir) != 0, "state_dir");
+	kept += needs_restart(d, c->sharing != cfg->sharing, "sharing");
+	kept += needs_restart(d, strcmp(c->mps_control, cfg->mps_control) != 0,
+			      "mps_control");
+	kept += needs_restart(d, c->mps_thread_share != cfg->mps_thread_share,
+			      "mps_thread_share");
+	kept += needs_restart(d, strcmp(c->metrics, cfg->metrics) != 0, "metrics");
 	/* The rest is read where it is used: it changes now. */
-#define LIVE(field)                                                          \
-	do {                                                                 \
-		if (memcmp(&c->field, &cfg->field, sizeof(c->field)) != 0) { \
-			c->field = cfg->field;                               \
-			changed++;                                           \
-		}                                                            \
-	} while (0)
-	LIVE(sched);
-	LIVE(sample_ms);
-	LIVE(default_mem_bytes);
-	LIVE(default_util);
-	LIVE(oom);
-	LIVE(kill_grace_ms);
-	LIVE(reserve_ms);
-#undef LIVE
-	if (strcmp(c->admin_group, cfg->admin_group) != 0) {
-		snprintf(c->admin_group, sizeof(c->admin_group), "%s", cfg->admin_group);
-		changed++;
-	}
-	cd__logf(d, "config reloaded: %d setting%s changed (policy %s)", changed,
-		 changed == 1 ? "" : "s", colloc_policy_name(c->sched.policy));
+	c->sched = cfg->sched;
+	c->sample_ms = cfg->sample_ms;
+	c->default_mem_bytes = cfg->default_mem_bytes;
+	c->default_util = cfg->default_util;
+	c->oom = cfg->oom;
+	c->kill_grace_ms = cfg->kill_grace_ms;
+	c->reserve_ms = cfg->reserve_ms;
+	snprintf(c->admin_group, sizeof(c->admin_group), "%s", cfg->admin_group);
+	cd__logf(d, "config reloaded: policy %s%s", colloc_policy_name(c->sched.policy),
+		 kept ? "; some changes wait for a restart (above)" : "");
 	d->dirty = true;
-	return changed;
+	return kept;
 }
 
 /* The database and its directory are collocd's own, like the state dir. */

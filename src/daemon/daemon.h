@@ -257,7 +257,8 @@ int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample);
  * headroom, util_bound, backfill, starve, sample_interval, admin_group,
  * default_mem, default_util, the OOM policy, kill_grace, reserve) and log, one line each, those that differ but need a restart
  * (gpus, socket, db, state_dir, sharing, mps_*, metrics, allow_sim). The
- * next pass uses the new settings. Returns how many settings changed.
+ * next pass uses the new settings. Returns how many changed settings wait
+ * for a restart.
  */
 int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg);
 
