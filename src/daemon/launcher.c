@@ -110,6 +110,7 @@ struct sup_ctx {
 	int dir_fd; /* the status file's directory */
 	uint64_t out_off, err_off;
 	bool switch_user; /* root daemon, job not run as root */
+	pid_t sup_pid; /* the supervisor, set before it forks the job */
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -677,7 +678,7 @@ static _Noreturn void job_run(const struct sup_ctx *c, const gid_t *groups,
 			      size_t ngroups, int err_fd)
 {
 	const struct cd_launch_spec *s = c->spec;
-	pid_t sup = getppid();
+	pid_t sup = c->sup_pid; /* not getppid(): it may be gone already */
 	struct sigaction sa;
 	sigset_t none;
 	int e;
@@ -1087,6 +1088,7 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	st.stdout_offset = c->out_off;
 	st.stderr_offset = c->err_off;
 	st.start_ms = colloc__wall_ms();
+	c->sup_pid = getpid();
 	job = fork();
 	if (job < 0)
 		sup_abort(c->hs_fd, STAGE_SUP_FORK, errno);
