@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A job's state. The values are stored in collocd's database: append only. */
 enum colloc_job_state {
@@ -103,5 +104,41 @@ int colloc_util_source_parse(const char *text);
  * holds a cut, terminated string) or source is out of range.
  */
 int colloc_util_source_format(int source, const char *platform, char *buf, size_t len);
+
+/* How a job depends on another (`submit --after ID[:KIND]`). */
+enum colloc_dep_kind {
+	COLLOC_DEP_OK = 0, /* the other ended done (exit 0); the default */
+	COLLOC_DEP_ANY, /* the other ended, whatever its state */
+	COLLOC_DEP_KIND_COUNT
+};
+
+/* "ok", "any"; "unknown" for a value out of range. */
+const char *colloc_dep_kind_name(int kind);
+
+/*
+ * "ID", "ID:ok" or "ID:any" (also Slurm's "afterok:ID" / "afterany:ID")
+ * into *id (1..2^53) and *kind. Returns 0, or -1 for anything else (also
+ * NULL).
+ */
+int colloc_dep_parse(const char *text, uint64_t *id, int *kind);
+
+/* The longest duration colloc_duration_parse() takes: 10 years. */
+#define COLLOC_DURATION_MAX_MS ((int64_t)3650 * 86400 * 1000)
+
+/*
+ * A duration as people write time limits and retention periods: one or
+ * more NUMBER UNIT groups, units ms, s, m (or min), h, d: "90s", "10m",
+ * "1h30m", "30d", "500ms". A bare number is refused (minutes to Slurm,
+ * seconds elsewhere: ambiguous). Into *ms, at most COLLOC_DURATION_MAX_MS.
+ * Returns 0, or -1 (also for NULL, "" and 0).
+ */
+int colloc_duration_parse(const char *text, int64_t *ms);
+
+/*
+ * ms as colloc_duration_parse() reads it back, largest units first:
+ * "10m", "1h30m", "2d", "1s500ms"; "0s" for 0 or less. Returns 0, or -1
+ * when it does not fit in len (buf then holds a cut, terminated string).
+ */
+int colloc_duration_format(int64_t ms, char *buf, size_t len);
 
 #endif

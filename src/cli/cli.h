@@ -132,6 +132,11 @@ int cmd_cancel(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_hold(int argc, char **argv); /* cmd_hold.c */
+int cmd_release(int argc, char **argv); /* cmd_hold.c */
+int cmd_requeue(int argc, char **argv);
+int cmd_update(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 int cmd_top(int argc, char **argv); /* cmd_top.c: live ncurses view */
 
 #endif

@@ -16,7 +16,8 @@
 #include "colloc/jobs.h"
 
 static const char queue_usage[] =
-	"usage: colloc queue [--all] [--state STATE[,STATE...]] [--json]\n"
+	"usage: colloc queue [--all] [--state STATE[,STATE...]] [--user USER]\n"
+	"                    [--name PATTERN] [--since TIME] [--json]\n"
 	"\n"
 	"List your jobs, oldest first, one line each:\n"
 	"  ID        the job id (for show, logs, wait, cancel)\n"
@@ -28,14 +29,53 @@ static const char queue_usage[] =
 	"  ATTEMPTS  launches so far (an out-of-memory retry launches again)\n"
 	"  TIME      queued: waiting since submit; running: since start;\n"
 	"            ended: how long it ran\n"
-	"  REASON    why it failed, was re-queued or cancelled\n"
+	"  REASON    why it failed, was re-queued or cancelled; for a queued job\n"
+	"            held, or the jobs it waits for (--after)\n"
+	"\n"
+	"Finished jobs are listed until collocd's retention (30 days by default)\n"
+	"deletes them.\n"
 	"\n"
 	"  --all            everyone's jobs (administrators only)\n"
 	"  --state LIST     only jobs in these states, e.g. queued,running; squeue's\n"
 	"                   PD, R, CD, F, CA (and pending, completed) work too\n"
+	"  --user USER      only USER's jobs (another user's: administrators only)\n"
+	"  --name PATTERN   only jobs whose name matches the shell pattern, e.g.\n"
+	"                   'train*' (case-sensitive)\n"
+	"  --since TIME     only jobs that had not ended before TIME: 2h (ago),\n"
+	"                   2026-12-01, '2026-12-01 14:30', @SECONDS\n"
 	"  --json           print collocd's {\"jobs\": [...]} as is\n" CLI_SOCKET_HELP
 	"  -h, --help       this help\n"
 	"\n" CLI_EXIT_HELP;
+
+/* What REASON says: for a queued job that may not start, why ("held",
+ * "after 3:ok, 5:any"), else collocd's reason. */
+static const char *queued_why(const cJSON *job, int state, char *buf, size_t len)
+{
+	const cJSON *after = cli_jarray(job, "after"), *dep;
+	const cJSON *held = cJSON_GetObjectItemCaseSensitive(job, "held");
+	size_t pos = 0;
+
+	if (state != COLLOC_JOB_QUEUED)
+		return cli_jstr(job, "reason");
+	if (cJSON_IsTrue(held))
+		return "held";
+	cJSON_ArrayForEach(dep, after)
+	{
+		uint64_t id;
+		const char *type = cli_jstr(dep, "type");
+		int n;
+
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dep, "met")) ||
+		    !cli_ju64(dep, "job", &id))
+			continue;
+		n = snprintf(buf + pos, len - pos, "%s%llu:%s", pos ? ", " : "after ",
+			     (unsigned long long)id, type ? type : "?");
+		if (n < 0 || (size_t)n >= len - pos)
+			break;
+		pos += (size_t)n;
+	}
+	return pos ? buf : cli_jstr(job, "reason");
+}
 
 /* One line per job of collocd's {"jobs": [...]}. */
 static int print_table(const cJSON *root, void *ctx)
@@ -50,7 +90,7 @@ static int print_table(const cJSON *root, void *ctx)
 	cJSON_ArrayForEach(job, jobs)
 	{
 		char id[24], name[64], user[64], st[16], gp[24], mem[32], att[24], el[32],
-			reason[64];
+			reason[64], waiting[96];
 		const char *state = cli_jstr(job, "state");
 		int state_id = colloc_job_state_parse(state);
 		double t0 = NAN, t1 = now;
@@ -65,7 +105,7 @@ static int print_table(const cJSON *root, void *ctx)
 			   !cli_jnum(job, "end_time", &t1)) {
 			t0 = NAN;
 		}
-		why = cli_jstr(job, "reason");
+		why = queued_why(job, state_id, waiting, sizeof(waiting));
 		printf("%6s %-16s %-10s %-9s %4s %10s %8s %11s  %s\n",
 		       cli_fmt_u64(job, "id", id, sizeof(id)),
 		       cli_clean(cli_jstr(job, "name"), name, sizeof(name), 16),
@@ -80,66 +120,47 @@ static int print_table(const cJSON *root, void *ctx)
 	return CLI_OK;
 }
 
-/*
- * The --state list with each state as collocd names it, so that people may
- * write them as squeue does (PD, R, CD, F, CA, pending, ...). A word that
- * names no state is passed on as it is: collocd's refusal names it. Returns
- * 0, or -1 when the list does not fit in buf.
- */
-static int canonical_states(const char *states, char *buf, size_t len)
-{
-	size_t pos = 0;
-	const char *p = states;
-
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-		char word[64];
-		const char *out;
-		int st, w;
-
-		if (n >= sizeof(word))
-			return -1;
-		memcpy(word, p, n);
-		word[n] = '\0';
-		st = colloc_job_state_from_user(word);
-		out = st >= 0 ? colloc_job_state_name(st) : word;
-		w = snprintf(buf + pos, len - pos, "%s%s", out, comma ? "," : "");
-		if (w < 0 || (size_t)w >= len - pos)
-			return -1;
-		pos += (size_t)w;
-		if (!comma)
-			return 0;
-		p = comma + 1;
-	}
-}
-
 int cmd_queue(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"all", no_argument, NULL, 'a'},
 		{"state", required_argument, NULL, 's'},
+		{"user", required_argument, NULL, 'u'},
+		{"name", required_argument, NULL, 'n'},
+		{"since", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
 		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *socket = NULL, *states = NULL;
-	bool all = false, json = false;
-	char path[512], list[384], esc[384];
+	struct cli_job_filter f = {0};
+	const char *socket = NULL;
+	bool json = false;
+	char path[2048];
 	struct cli_jobs_call call = {"GET", NULL,	 NULL, "queue",
 				     false, print_table, NULL};
-	int ch;
+	int ch, rc;
 
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'a':
-			all = true;
+			f.all = true;
 			break;
 		case 's':
-			states = optarg;
+			f.states = optarg;
+			break;
+		case 'u':
+			f.user = optarg;
+			break;
+		case 'n':
+			f.name = optarg;
+			break;
+		case 't':
+			if ((rc = cli_parse_since(optarg, &f.since_s)))
+				return rc;
+			f.have_since = true;
 			break;
 		case 'j':
 			json = true;
@@ -160,18 +181,8 @@ int cmd_queue(int argc, char **argv)
 			  argv[optind]);
 		return CLI_USAGE;
 	}
-	if (states && (!*states || canonical_states(states, list, sizeof(list)) ||
-		       cli_url_escape(list, esc, sizeof(esc)))) {
-		cli_error("--state wants a list such as queued,running, not '%s'",
-			  states);
-		return CLI_USAGE;
-	}
-	snprintf(path, sizeof(path), "/v1/jobs%s%s%s%s", all || states ? "?" : "",
-		 all ? "all=1" : "", all && states ? "&" : "", states ? "state=" : "");
-	if (states && (strlen(path) + strlen(esc) >= sizeof(path)))
-		return CLI_USAGE; /* cannot happen: esc is smaller than path's room */
-	if (states)
-		memcpy(path + strlen(path), esc, strlen(esc) + 1);
+	if ((rc = cli_job_filter_path(&f, "queue", path, sizeof(path))))
+		return rc;
 	call.path = path;
 	call.json = json;
 	return cli_jobs_call(socket, &call);

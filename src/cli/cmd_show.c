@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/jobs_common.h"
 #include "cli/json_get.h"
+#include "colloc/jobs.h"
 
 static const char show_usage[] =
 	"usage: colloc show JOB [--json]\n"
@@ -77,6 +78,49 @@ static void put_list(const cJSON *arr, bool words)
 	}
 }
 
+/* The job features of `submit --time/--after/--hold/--array`. */
+static void show_features(const cJSON *job)
+{
+	const cJSON *after = cli_jarray(job, "after"), *dep;
+	double limit;
+	long long idx, max;
+	char b1[48];
+	uint64_t array_id;
+	bool first = true;
+
+	if (cli_jnum(job, "time_limit_s", &limit) && limit > 0 &&
+	    colloc_duration_format((int64_t)(limit * 1000.0 + 0.5), b1, sizeof(b1)) == 0)
+		printf("time limit:  %s\n", b1);
+	else
+		printf("time limit:  -\n");
+	printf("held:        %s\n",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "held")) ? "yes"
+									   : "no");
+	fputs("after:       ", stdout);
+	cJSON_ArrayForEach(dep, after)
+	{
+		uint64_t id;
+		const char *type = cli_jstr(dep, "type");
+
+		if (!cli_ju64(dep, "job", &id))
+			continue;
+		printf("%s%llu:%s%s", first ? "" : ", ", (unsigned long long)id,
+		       type ? type : "?",
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dep, "met"))
+			       ? " (met)"
+			       : "");
+		first = false;
+	}
+	puts(first ? "-" : "");
+	if (cli_ju64(job, "array_id", &array_id) && cli_jint(job, "array_index", &idx)) {
+		printf("array:       index %lld of array %llu", idx,
+		       (unsigned long long)array_id);
+		if (cli_jint(job, "array_max_running", &max))
+			printf(", at most %lld running", max);
+		putchar('\n');
+	}
+}
+
 static int show_human(const cJSON *job, void *ctx)
 {
 	char b1[64], b2[64], text[600];
@@ -122,6 +166,7 @@ static int show_human(const cJSON *job, void *ctx)
 					 100));
 	}
 	printf("priority:    %s\n", cli_fmt_int(job, "priority", b1, sizeof(b1)));
+	show_features(job);
 	printf("exclusive:   %s\n",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "exclusive")) ? "yes"
 										: "no");

@@ -17,8 +17,10 @@ static const char stats_usage[] =
 	"utilization while jobs ran, jobs that shared a GPU, jobs re-queued after\n"
 	"an out-of-memory death (and how many then finished), and jobs lost (their\n"
 	"end could not be recorded; should be 0). Job counts and times cover\n"
-	"every job in collocd's database, also from before a restart; the\n"
-	"utilization figures cover the time since this collocd started.\n"
+	"every job in collocd's database, also from before a restart (finished\n"
+	"jobs stay there for collocd's retention, 30 days by default); the\n"
+	"utilization figures cover the time since this collocd started. The\n"
+	"table's last lines say so (API: jobs_scope, util_scope, started_at).\n"
 	"\n"
 	"  --json             the API's object (GET /v1/stats, "
 	"docs/api.md)\n" CLI_SOCKET_HELP "  -h, --help         this help\n"
@@ -65,6 +67,13 @@ static int print_table(const cJSON *o, void *ctx)
 			printf("%.1f s\n", v->valuedouble);
 		else
 			printf("%.0f\n", v->valuedouble);
+	}
+	{
+		char since[32];
+
+		printf("%-28s every job in the database (retained)\n", "jobs counted");
+		printf("%-28s since collocd started (%s)\n", "utilization measured",
+		       cli_fmt_time(o, "started_at", since, sizeof(since)));
 	}
 	return CLI_OK;
 }

@@ -34,8 +34,9 @@ static const char submit_usage[] =
 	"\n"
 	"Queue CMD to run on GPUs that collocd chooses: as you, in the current\n"
 	"directory, with the current environment (plus CUDA_VISIBLE_DEVICES set to\n"
-	"the GPUs' UUIDs). collocd starts it when its GPU memory need fits next to\n"
-	"what already runs there. Prints \"submitted job ID\".\n"
+	"the GPUs' UUIDs, and COLLOC_JOB_ID to its id). collocd starts it when its\n"
+	"GPU memory need fits next to what already runs there. Prints \"submitted\n"
+	"job ID\" (an array: its first job, then \"array: N jobs FIRST..LAST\").\n"
 	"\n"
 	"what the job needs:\n"
 	"  --gpus N           GPUs, all on one node (1..16; default 1); --mem and\n"
@@ -68,10 +69,24 @@ static const char submit_usage[] =
 	"                     runs, else the --model prediction, else collocd's\n"
 	"                     default_util)\n"
 	"  --exclusive        GPUs of its own, shared with no other job\n"
-	"\n"
+	"\n";
+
+/* Two strings: C99 compilers need only take 4095 bytes in one. */
+static const char submit_usage_more[] =
 	"scheduling and output:\n"
 	"  --name NAME        job name (default: CMD's base name)\n"
 	"  --priority P       -1000..1000, higher starts first (default 0)\n"
+	"  --time DURATION    time limit from its start: 90s, 10m, 2h, 1h30m, 1d;\n"
+	"                     past it the job is stopped as a cancel is and fails\n"
+	"                     (\"exceeded its time limit of 10m\")\n"
+	"  --after ID[:ok|any]  start only once job ID has ended: ok (the default)\n"
+	"                     when it ended done, any however it ended; repeat it or\n"
+	"                     give a comma list (at most 16). A dependency that can\n"
+	"                     never be met (ok on a job that failed) fails the job\n"
+	"  --hold             queue it held: it starts after `colloc release ID`\n"
+	"  --array A-B[%N]    one job per index A..B (at most 1000 jobs), each with\n"
+	"                     COLLOC_ARRAY_INDEX set to its index; %N: at most N of\n"
+	"                     them run at once\n"
 	"  --json             print the job as collocd's JSON object\n" CLI_SOCKET_HELP
 	"  -h, --help         this help\n"
 	"\n"
@@ -98,7 +113,77 @@ struct submit_args {
 	long long priority;
 	double util; /* 0..1 */
 	bool have_gpus, have_mem, have_priority, have_util, exclusive, json;
+	int64_t time_ms; /* 0: no limit */
+	bool hold;
+	char after[16][32]; /* "ID:KIND" */
+	int n_after;
+	bool array;
+	long array_first, array_last, array_max; /* array_max 0: no limit */
 };
+
+/* --after LIST into a->after; CLI_OK or CLI_USAGE after printing why. */
+static int parse_after(const char *list, struct submit_args *a)
+{
+	char buf[512];
+	char *save = NULL;
+
+	if (strlen(list) >= sizeof(buf))
+		goto bad;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		uint64_t id;
+		int kind;
+
+		if (colloc_dep_parse(e, &id, &kind))
+			goto bad;
+		if (a->n_after == 16) {
+			cli_error("--after: at most 16 dependencies");
+			return CLI_USAGE;
+		}
+		snprintf(a->after[a->n_after++], sizeof(a->after[0]), "%llu:%s",
+			 (unsigned long long)id, colloc_dep_kind_name(kind));
+	}
+	return CLI_OK;
+bad:
+	cli_error("--after wants ID, ID:ok or ID:any (comma-separated), not '%s'", list);
+	return CLI_USAGE;
+}
+
+/* --array A-B[%N] (or A[%N]) into a; CLI_OK or CLI_USAGE after printing. */
+static int parse_array(const char *text, struct submit_args *a)
+{
+	char *end;
+
+	errno = 0;
+	a->array_first = strtol(text, &end, 10);
+	a->array_last = a->array_first;
+	if (end != text && *end == '-') {
+		const char *p = end + 1;
+
+		a->array_last = strtol(p, &end, 10);
+		if (end == p)
+			goto bad;
+	}
+	a->array_max = 0;
+	if (end != text && *end == '%') {
+		const char *p = end + 1;
+
+		a->array_max = strtol(p, &end, 10);
+		if (end == p || a->array_max < 1)
+			goto bad;
+	}
+	if (errno || end == text || *end || a->array_first < 0 ||
+	    a->array_last < a->array_first || a->array_last > 1000000 ||
+	    a->array_last - a->array_first >= 1000 || a->array_max > 1000)
+		goto bad;
+	a->array = true;
+	return CLI_OK;
+bad:
+	cli_error("--array wants A-B or A-B%%N (0 <= A <= B, at most 1000 jobs), not "
+		  "'%s'",
+		  text);
+	return CLI_USAGE;
+}
 
 /*
  * The peak device memory `colloc estimate MODEL --batch N ...` prints, from
@@ -333,6 +418,10 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{"name", required_argument, NULL, 'n'},
 		{"priority", required_argument, NULL, 'r'},
 		{"exclusive", no_argument, NULL, 'x'},
+		{"time", required_argument, NULL, 'T'},
+		{"after", required_argument, NULL, 'A'},
+		{"hold", no_argument, NULL, 'H'},
+		{"array", required_argument, NULL, 'R'},
 		{"json", no_argument, NULL, 'j'},
 		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
@@ -431,6 +520,25 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		case 'x':
 			a->exclusive = true;
 			break;
+		case 'T':
+			if (colloc_duration_parse(optarg, &a->time_ms)) {
+				cli_error("--time wants a duration such as 90s, 10m, 2h, "
+					  "1h30m or 1d, not '%s'",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'A':
+			if (parse_after(optarg, a))
+				return CLI_USAGE;
+			break;
+		case 'H':
+			a->hold = true;
+			break;
+		case 'R':
+			if (parse_array(optarg, a))
+				return CLI_USAGE;
+			break;
 		case 'j':
 			a->json = true;
 			break;
@@ -439,6 +547,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 			break;
 		case 'h':
 			fputs(submit_usage, stdout);
+			fputs(submit_usage_more, stdout);
 			return -1;
 		default:
 			cli_bad_option("submit", argv[optind - 1]);
@@ -542,6 +651,27 @@ static char *submit_body(const struct submit_args *a, int argc, char **argv,
 		ok = add(req, "model", cJSON_CreateString(model));
 	if (ok && a->exclusive)
 		ok = add(req, "exclusive", cJSON_CreateTrue());
+	if (ok && a->time_ms)
+		ok = add(req, "time_limit_s",
+			 cJSON_CreateNumber((double)a->time_ms / 1000.0));
+	if (ok && a->hold)
+		ok = add(req, "hold", cJSON_CreateTrue());
+	if (ok && a->n_after) {
+		cJSON *deps = cJSON_CreateArray();
+
+		ok = add(req, "after", deps);
+		for (int k = 0; ok && k < a->n_after; k++)
+			ok = cJSON_AddItemToArray(deps, cJSON_CreateString(a->after[k]));
+	}
+	if (ok && a->array) {
+		cJSON *arr = cJSON_CreateObject();
+
+		ok = add(req, "array", arr) &&
+		     add(arr, "first", cli_json_i64(a->array_first)) &&
+		     add(arr, "last", cli_json_i64(a->array_last));
+		if (ok && a->array_max)
+			ok = add(arr, "max_running", cli_json_i64(a->array_max));
+	}
 	if (ok)
 		text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
@@ -553,13 +683,22 @@ static char *submit_body(const struct submit_args *a, int argc, char **argv,
 /* What `submit` prints without --json. */
 static int print_submitted(const cJSON *job, void *ctx)
 {
-	uint64_t id;
+	const cJSON *ids = cli_jarray(job, "array_jobs");
+	uint64_t id, first, last;
+	int n = ids ? cJSON_GetArraySize(ids) : 0;
 
 	(void)ctx;
 	if (cli_ju64(job, "id", &id))
 		printf("submitted job %llu\n", (unsigned long long)id);
 	else
 		printf("submitted job -\n");
+	if (n > 0 && cJSON_IsNumber(cJSON_GetArrayItem(ids, 0)) &&
+	    cJSON_IsNumber(cJSON_GetArrayItem(ids, n - 1))) {
+		first = (uint64_t)cJSON_GetArrayItem(ids, 0)->valuedouble;
+		last = (uint64_t)cJSON_GetArrayItem(ids, n - 1)->valuedouble;
+		printf("array: %d jobs %llu..%llu\n", n, (unsigned long long)first,
+		       (unsigned long long)last);
+	}
 	return CLI_OK;
 }
 

@@ -2,6 +2,7 @@
  * jobs_common.c — what the job commands share (see jobs_common.h): the
  * one-request call skeleton, the JOB arguments, and lenient JSON readers.
  */
+#define _GNU_SOURCE /* strptime */
 #include "cli/jobs_common.h"
 
 #include <cjson/cJSON.h>
@@ -185,6 +186,159 @@ const char *cli_fmt_outcome(const cJSON *job, char *buf, size_t len)
 	else
 		snprintf(buf, len, "-");
 	return buf;
+}
+
+int cli_parse_since(const char *s, double *epoch_s)
+{
+	struct tm tm;
+	const char *end;
+	int64_t ms;
+	uint64_t secs;
+
+	if (s[0] == '@') {
+		if (colloc_parse_u64(s + 1, (uint64_t)1 << 40, &secs) || secs == 0)
+			goto bad;
+		*epoch_s = (double)secs;
+		return CLI_OK;
+	}
+	if (colloc_duration_parse(s, &ms) == 0) {
+		*epoch_s = cli_now_s() - (double)ms / 1000.0;
+		return CLI_OK;
+	}
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%d", &tm);
+	if (end && (*end == ' ' || *end == 'T')) {
+		const char *t = strptime(end + 1, "%H:%M:%S", &tm);
+
+		end = t ? t : strptime(end + 1, "%H:%M", &tm);
+	}
+	if (!end || *end)
+		goto bad;
+	tm.tm_isdst = -1; /* the local rule of that day */
+	*epoch_s = (double)mktime(&tm);
+	if (*epoch_s <= 0)
+		goto bad;
+	return CLI_OK;
+bad:
+	cli_error("--since wants a time such as 2h (ago), 2026-12-01, "
+		  "'2026-12-01 14:30' or @1764500000, not '%s'",
+		  s);
+	return CLI_USAGE;
+}
+
+/*
+ * The --state list with each state as collocd names it, so that people may
+ * write them as squeue does (PD, R, CD, F, CA, pending, ...). A word that
+ * names no state is passed on as it is: collocd's refusal names it. Returns
+ * 0, or -1 when the list does not fit in buf.
+ */
+static int canonical_states(const char *states, char *buf, size_t len)
+{
+	size_t pos = 0;
+	const char *p = states;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		char word[64];
+		const char *out;
+		int st, w;
+
+		if (n >= sizeof(word))
+			return -1;
+		memcpy(word, p, n);
+		word[n] = '\0';
+		st = colloc_job_state_from_user(word);
+		out = st >= 0 ? colloc_job_state_name(st) : word;
+		w = snprintf(buf + pos, len - pos, "%s%s", out, comma ? "," : "");
+		if (w < 0 || (size_t)w >= len - pos)
+			return -1;
+		pos += (size_t)w;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+/* Append "&KEY=ESCAPED(VALUE)" (or "?..." first) to path at *pos. */
+static bool add_param(char *path, size_t len, size_t *pos, const char *key,
+		      const char *value)
+{
+	char esc[512];
+	int n;
+
+	if (cli_url_escape(value, esc, sizeof(esc)))
+		return false;
+	n = snprintf(path + *pos, len - *pos, "%s%s=%s", strchr(path, '?') ? "&" : "?",
+		     key, esc);
+	if (n < 0 || (size_t)n >= len - *pos)
+		return false;
+	*pos += (size_t)n;
+	return true;
+}
+
+int cli_job_filter_path(const struct cli_job_filter *f, const char *cmd, char *path,
+			size_t len)
+{
+	char list[384], num[32];
+	size_t pos;
+
+	snprintf(path, len, "/v1/jobs");
+	pos = strlen(path);
+	if (f->states &&
+	    (!*f->states || canonical_states(f->states, list, sizeof(list)))) {
+		cli_error("--state wants a list such as queued,running, not '%s'",
+			  f->states);
+		return CLI_USAGE;
+	}
+	snprintf(num, sizeof(num), "%.3f", f->since_s);
+	if ((f->all && !add_param(path, len, &pos, "all", "1")) ||
+	    (f->states && !add_param(path, len, &pos, "state", list)) ||
+	    (f->user && !add_param(path, len, &pos, "user", f->user)) ||
+	    (f->name && !add_param(path, len, &pos, "name", f->name)) ||
+	    (f->have_since && !add_param(path, len, &pos, "since", num))) {
+		cli_error("%s: the filters are too long", cmd);
+		return CLI_USAGE;
+	}
+	return CLI_OK;
+}
+
+int cli_jobs_post_each(int argc, char **argv, const char *cmd, const char *usage,
+		       const char *action, const char *done)
+{
+	struct cli_job_args a;
+	struct cli_client c;
+	struct cli_response r;
+	int rc = cli_parse_job_args(argc, argv, cmd, usage, "", 4096, &a);
+
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	if ((rc = cli_client_open(&c, a.socket))) {
+		free(a.ids);
+		return rc;
+	}
+	cli_response_init(&r);
+	for (int k = 0; k < a.n_ids; k++) {
+		char path[96];
+		int one;
+
+		snprintf(path, sizeof(path), "/v1/jobs/%llu/%s",
+			 (unsigned long long)a.ids[k], action);
+		one = cli_client_call(&c, "POST", path, NULL, &r, NULL);
+		if (one == CLI_OK) {
+			printf("%s job %llu\n", done, (unsigned long long)a.ids[k]);
+			fflush(stdout);
+		} else if (one == CLI_UNREACHABLE) {
+			rc = one;
+			break;
+		} else {
+			rc = CLI_ERROR;
+		}
+	}
+	cli_response_fini(&r);
+	cli_client_fini(&c);
+	free(a.ids);
+	return rc;
 }
 
 /* --- JOB arguments ------------------------------------------------------- */

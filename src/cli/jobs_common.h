@@ -31,7 +31,8 @@ struct cli_client;
 #define CLI_SOCKET_HELP                                                             \
 	"  --socket PATH      collocd's socket (default: $COLLOC_SOCKET, else\n"    \
 	"                     $XDG_RUNTIME_DIR/collocd.sock, else\n"                \
-	"                     /tmp/colloc-UID/collocd.sock; /run/collocd.sock for root;\n" \
+	"                     /tmp/colloc-UID/collocd.sock; /run/collocd.sock for " \
+	"root;\n"                                                                   \
 	"                     when that does not exist, the service's\n"            \
 	"                     /run/colloc/collocd.sock)\n"
 
@@ -97,6 +98,44 @@ void cli_sleep_ms(uint64_t ms);
 
 /* True when s names a final state (colloc_job_state_final()). */
 bool cli_state_final(const char *s);
+
+/*
+ * A point in time for --since: a duration ago ("2h", "30m", "7d"), a local
+ * date "YYYY-MM-DD" (its midnight) or date and time "YYYY-MM-DD HH:MM[:SS]"
+ * (also with a T), or "@SECONDS" since the epoch. Into *epoch_s; CLI_OK or
+ * CLI_USAGE after printing why.
+ */
+int cli_parse_since(const char *s, double *epoch_s);
+
+/* The filters of `queue` and `history` (GET /v1/jobs). */
+struct cli_job_filter {
+	bool all; /* everyone's (admins) */
+	const char *states; /* "queued,PD,..." as typed; NULL: any */
+	const char *user; /* NULL: any */
+	const char *name; /* a shell pattern; NULL: any */
+	bool have_since;
+	double since_s; /* jobs that had not ended before this time */
+};
+
+/*
+ * "/v1/jobs?..." for f into path; the states written as collocd names
+ * them (squeue's PD, R, CD, F, CA and pending, completed work too), every
+ * value URL-escaped. CLI_OK, or CLI_USAGE after printing why (cmd names
+ * the command).
+ */
+int cli_job_filter_path(const struct cli_job_filter *f, const char *cmd, char *path,
+			size_t len);
+
+/*
+ * POST /v1/jobs/ID/ACTION (action: "cancel", "hold", ...) for every JOB of
+ * the command line (cli_parse_job_args() with usage), printing "DONE job
+ * ID" for each that succeeded (done: "cancelled", "held", ...) and
+ * collocd's message for each that did not. Returns CLI_OK when all
+ * succeeded, CLI_ERROR when collocd refused one, or the first other
+ * failure (CLI_UNREACHABLE stops at once).
+ */
+int cli_jobs_post_each(int argc, char **argv, const char *cmd, const char *usage,
+		       const char *action, const char *done);
 
 /* --- lenient JSON reading: "-" when the field is missing ------------------ */
 

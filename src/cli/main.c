@@ -36,6 +36,11 @@ static const char usage[] =
 	"  cancel JOB...    cancel queued or running jobs\n"
 	"  logs JOB [-f]    a job's output; -f follows it until the job ends\n"
 	"  wait JOB...      wait for jobs to end; exits with the job's status\n"
+	"  hold JOB...      keep queued jobs from starting; release JOB... undoes it\n"
+	"  release JOB...   let held jobs start\n"
+	"  requeue JOB...   put finished or running jobs back in the queue\n"
+	"  update JOB       change a queued job's --mem or --priority\n"
+	"  history          finished jobs with measured peak memory and utilization\n"
 	"  stats            what collocd did: makespan, utilization, sharing, OOMs\n"
 	"  top              live screen of the GPUs, their jobs and the queue\n"
 	"\n"
@@ -70,6 +75,9 @@ static const struct command commands[] = {
 	{"cancel", cmd_cancel, true},	 {"logs", cmd_logs, true},
 	{"wait", cmd_wait, true},	 {"stats", cmd_stats, true},
 	{"top", cmd_top, true},		 {"slurm-gres", cmd_slurm_gres, false},
+	{"hold", cmd_hold, true},	 {"release", cmd_release, true},
+	{"requeue", cmd_requeue, true},	 {"update", cmd_update, true},
+	{"history", cmd_history, true},
 };
 
 /*

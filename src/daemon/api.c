@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "colloc/jobs.h"
 #include "colloc/sched.h"
 #include "colloc/units.h"
 
@@ -316,8 +318,9 @@ static size_t bad_escape(const char *s, size_t n)
 }
 
 static const char *const submit_fields[] = {
-	"argv",	      "env",  "cwd",	    "name",  "gpus",	  "priority", "mem_bytes",
-	"mem_source", "util", "util_graph", "model", "exclusive", NULL,
+	"argv",		"env",	      "cwd",  "name",	    "gpus",  "priority",
+	"mem_bytes",	"mem_source", "util", "util_graph", "model", "exclusive",
+	"time_limit_s", "after",      "hold", "array",	    NULL,
 };
 
 /* A fraction member of obj, required. */
@@ -388,6 +391,115 @@ static int get_util_graph(const cJSON *root, struct cd_submit *req,
 					"field 'util_graph.platform': control character");
 		memcpy(req->graph_platform, it->valuestring, n + 1);
 	}
+	return 0;
+}
+
+/* "after": ["ID[:ok|any]", ...], at most CD_DEPS_MAX, each id once. */
+static int get_after(const cJSON *root, struct cd_submit *req, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "after"), *e;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsArray(v))
+		return colloc_diag_set(
+			diag, COLLOC_EUSAGE,
+			"field 'after': expected an array of \"ID[:ok|any]\"");
+	cJSON_ArrayForEach(e, v)
+	{
+		struct cd_dep *dp;
+
+		if (req->n_deps == CD_DEPS_MAX)
+			return colloc_diag_set(diag, COLLOC_ELIMIT,
+					       "field 'after': more than %d dependencies",
+					       CD_DEPS_MAX);
+		dp = &req->deps[req->n_deps];
+		if (!cJSON_IsString(e) || !e->valuestring ||
+		    colloc_dep_parse(e->valuestring, &dp->id, &dp->kind) != 0)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field 'after': entry %d is not \"ID\", "
+					       "\"ID:ok\" or \"ID:any\"",
+					       req->n_deps);
+		for (int k = 0; k < req->n_deps; k++)
+			if (req->deps[k].id == dp->id)
+				return colloc_diag_set(
+					diag, COLLOC_EUSAGE,
+					"field 'after': job %llu given twice",
+					(unsigned long long)dp->id);
+		dp->met = false;
+		req->n_deps++;
+	}
+	return 0;
+}
+
+/* "array": {"first": A, "last": B, "max_running": N}; max_running
+ * optional. */
+static int get_array(const cJSON *root, struct cd_submit *req, struct colloc_diag *diag)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "array"), *it;
+	double first = -1, last = -1, max = 0;
+	int rc;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsObject(v))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field 'array': expected an object");
+	cJSON_ArrayForEach(it, v)
+	{
+		if (!it->string || (strcmp(it->string, "first") != 0 &&
+				    strcmp(it->string, "last") != 0 &&
+				    strcmp(it->string, "max_running") != 0))
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "unknown field 'array.%s'",
+					       it->string ? it->string : "");
+	}
+	if ((rc = get_int(v, "first", 0, 1e6, &first, diag)) ||
+	    (rc = get_int(v, "last", 0, 1e6, &last, diag)) ||
+	    (rc = get_int(v, "max_running", 1, CD_ARRAY_MAX, &max, diag)))
+		return rc;
+	if (first < 0 || last < 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field 'array': 'first' and 'last' are required");
+	if (last < first || last - first >= CD_ARRAY_MAX)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "field 'array': first..last must be 1..%d indices "
+				       "in order",
+				       CD_ARRAY_MAX);
+	req->array = true;
+	req->array_first = (int)first;
+	req->array_last = (int)last;
+	req->array_max_running = (int)max;
+	return 0;
+}
+
+/* The job features of issue 16 in a submit body. */
+static int get_job_features(const cJSON *root, struct cd_submit *req,
+			    struct colloc_diag *diag)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, "time_limit_s");
+	int rc;
+
+	if (it) {
+		double max_s = (double)CD_TIME_LIMIT_MAX_MS / 1000.0;
+
+		if (!cJSON_IsNumber(it) ||
+		    !(it->valuedouble >= 0.001 && it->valuedouble <= max_s))
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field 'time_limit_s': expected seconds "
+					       "0.001..%.0f",
+					       max_s);
+		req->time_limit_ms = (int64_t)llround(it->valuedouble * 1000.0);
+	}
+	it = cJSON_GetObjectItemCaseSensitive(root, "hold");
+	if (it) {
+		if (!cJSON_IsBool(it))
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "field 'hold': expected true or false");
+		req->hold = cJSON_IsTrue(it);
+	}
+	if ((rc = get_after(root, req, diag)) || (rc = get_array(root, req, diag)))
+		return rc;
 	return 0;
 }
 
@@ -523,6 +635,8 @@ int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 		}
 		req->exclusive = cJSON_IsTrue(it);
 	}
+	if ((rc = get_job_features(root, req, diag)))
+		goto out;
 	rc = 0;
 out:
 	cJSON_Delete(root);
@@ -590,6 +704,38 @@ cJSON *cd_api_job_json(struct cd_daemon *d, const struct cd_job *job, int detail
 	add_time(o, "submit_time", job->submit_ms);
 	add_time(o, "start_time", job->start_ms);
 	add_time(o, "end_time", job->end_ms);
+	if (job->time_limit_ms > 0)
+		cJSON_AddNumberToObject(o, "time_limit_s",
+					(double)job->time_limit_ms / 1000.0);
+	else
+		cJSON_AddNullToObject(o, "time_limit_s");
+	cJSON_AddBoolToObject(o, "held", job->held);
+	{
+		cJSON *after = cJSON_AddArrayToObject(o, "after");
+
+		for (int k = 0; after && k < job->n_deps && k < CD_DEPS_MAX; k++) {
+			cJSON *x = cJSON_CreateObject();
+
+			cJSON_AddNumberToObject(x, "job", (double)job->deps[k].id);
+			cJSON_AddStringToObject(x, "type",
+						colloc_dep_kind_name(job->deps[k].kind));
+			cJSON_AddBoolToObject(x, "met", job->deps[k].met);
+			cJSON_AddItemToArray(after, x);
+		}
+	}
+	if (job->array_id) {
+		cJSON_AddNumberToObject(o, "array_id", (double)job->array_id);
+		cJSON_AddNumberToObject(o, "array_index", job->array_index);
+		if (job->array_max_running > 0)
+			cJSON_AddNumberToObject(o, "array_max_running",
+						job->array_max_running);
+		else
+			cJSON_AddNullToObject(o, "array_max_running");
+	} else {
+		cJSON_AddNullToObject(o, "array_id");
+		cJSON_AddNullToObject(o, "array_index");
+		cJSON_AddNullToObject(o, "array_max_running");
+	}
 	if (detail) {
 		cJSON *argv = job->argv_json ? cJSON_Parse(job->argv_json) : NULL;
 		cJSON *env = job->env_json ? cJSON_Parse(job->env_json) : NULL;
@@ -657,7 +803,65 @@ struct query {
 	unsigned state_mask; /* 0 = all states */
 	uint64_t offset;
 	uint64_t max;
+	char user[CD_USER_MAX]; /* "" = any */
+	char name[CD_NAME_MAX]; /* "" = any; a shell pattern */
+	int64_t since_ms; /* 0 = any; wall clock */
 };
+
+/* The two hex digits at s as a number, or -1 (s is NUL-terminated). */
+static long hex2(const char *s)
+{
+	long v = 0;
+
+	for (int k = 0; k < 2; k++) {
+		char h = s[k];
+
+		v <<= 4;
+		if (h >= '0' && h <= '9')
+			v |= h - '0';
+		else if (h >= 'a' && h <= 'f')
+			v |= h - 'a' + 10;
+		else if (h >= 'A' && h <= 'F')
+			v |= h - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/* The value v of query key as text (percent-decoded) into out; UTF-8
+ * without control characters, at most len - 1 bytes. */
+static int query_text(const char *key, const char *v, char *out, size_t len,
+		      struct colloc_diag *diag)
+{
+	size_t n = 0, bad = 0;
+
+	for (const char *p = v; *p; p++) {
+		int c = (unsigned char)*p;
+
+		if (c == '%') {
+			long h = hex2(p + 1);
+
+			if (h < 0)
+				return colloc_diag_set(diag, COLLOC_EUSAGE,
+						       "query '%s': bad %%-escape", key);
+			c = (int)h;
+			p += 2;
+		}
+		if (c < 0x20 || c == 0x7f)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "query '%s': control character", key);
+		if (n + 1 >= len)
+			return colloc_diag_set(diag, COLLOC_ELIMIT,
+					       "query '%s': longer than %zu bytes", key,
+					       len - 1);
+		out[n++] = (char)c;
+	}
+	out[n] = '\0';
+	if (!cd_api_utf8_ok(out, n, &bad))
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "query '%s': not UTF-8", key);
+	return 0;
+}
 
 /* Parse "k=v&k=v"; unknown keys are errors so that typos are not ignored. */
 static int parse_query(const char *q, struct query *out, struct colloc_diag *diag)
@@ -702,6 +906,23 @@ static int parse_query(const char *q, struct query *out, struct colloc_diag *dia
 						"query 'state': unknown state '%s'", s);
 				out->state_mask |= 1u << st;
 			}
+		} else if (strcmp(kv, "user") == 0 || strcmp(kv, "name") == 0) {
+			bool user = kv[0] == 'u';
+			int rc = query_text(kv, v, user ? out->user : out->name,
+					    user ? sizeof(out->user) : sizeof(out->name),
+					    diag);
+
+			if (rc)
+				return rc;
+		} else if (strcmp(kv, "since") == 0) {
+			char *end = NULL;
+			double t = strtod(v, &end);
+
+			if (!*v || !end || *end || !(t > 0 && t < 1e11))
+				return colloc_diag_set(
+					diag, COLLOC_EUSAGE,
+					"query 'since': expected Unix seconds");
+			out->since_ms = (int64_t)llround(t * 1000.0);
 		} else if (strcmp(kv, "offset") == 0 || strcmp(kv, "max") == 0) {
 			uint64_t n;
 
@@ -771,6 +992,13 @@ static void handle_stats(struct cd_daemon *d, struct cd_api_response *r)
 	cJSON_AddNumberToObject(o, "oom_requeued", (double)st.oom_requeued);
 	cJSON_AddNumberToObject(o, "oom_recovered", (double)st.oom_recovered);
 	cJSON_AddNumberToObject(o, "jobs_lost", (double)st.lost);
+	/* Which figures cover what (docs/api.md): the job figures are read
+	 * from the store, the utilization is this process's own. */
+	cJSON_AddStringToObject(o, "jobs_scope", "store");
+	cJSON_AddStringToObject(o, "util_scope", "since_start");
+	cJSON_AddNumberToObject(o, "started_at",
+				(double)cd_now_read().wall_ms / 1000.0 -
+					cd_daemon_uptime_s(d));
 	set_json(r, 200, o);
 }
 
@@ -796,7 +1024,8 @@ static void handle_submit(struct cd_daemon *d, const struct cd_peer *peer,
 	struct colloc_diag diag = {{0}};
 	struct cd_submit req;
 	struct cd_job job;
-	int rc;
+	cJSON *o;
+	int rc, n_array;
 
 	if (idem_key && !idem_key_ok(idem_key)) {
 		set_error(r, 400,
@@ -818,13 +1047,25 @@ static void handle_submit(struct cd_daemon *d, const struct cd_peer *peer,
 	}
 	cd_job_init(&job);
 	rc = cd_daemon_submit(d, peer, &req, &job, &diag);
+	n_array = req.array ? req.array_last - req.array_first + 1 : 0;
 	cd_submit_fini(&req);
 	if (rc < 0) {
 		set_error(r, status_of(rc), "%s", diag.msg);
 		return;
 	}
+	o = cd_api_job_json(d, &job, 0);
+	/* An array's elements have consecutive ids from its first (one
+	 * transaction made them). */
+	if (o && n_array > 0 && job.array_id) {
+		cJSON *ids = cJSON_AddArrayToObject(o, "array_jobs");
+
+		for (int k = 0; ids && k < n_array; k++)
+			cJSON_AddItemToArray(
+				ids,
+				cJSON_CreateNumber((double)(job.array_id + (uint64_t)k)));
+	}
 	/* 200: the job this key already made (a retry), not a new one */
-	set_json(r, rc == CD_SUBMIT_REPLAYED ? 200 : 201, cd_api_job_json(d, &job, 0));
+	set_json(r, rc == CD_SUBMIT_REPLAYED ? 200 : 201, o);
 	cd_job_fini(&job);
 }
 
@@ -833,8 +1074,10 @@ static void handle_list(struct cd_daemon *d, const struct cd_peer *peer,
 {
 	struct colloc_diag diag = {{0}};
 	struct cd_job *jobs = NULL;
+	struct cd_job_filter f;
 	size_t n = 0;
 	cJSON *o, *arr;
+	bool admin;
 	int rc;
 
 	if (q->all && !cd_daemon_is_admin(d, peer)) {
@@ -845,8 +1088,24 @@ static void handle_list(struct cd_daemon *d, const struct cd_peer *peer,
 				  : "(none configured)");
 		return;
 	}
-	rc = cd_store_job_list(cd_daemon_store(d), q->state_mask ? q->state_mask : ~0u,
-			       q->all ? -1 : (int64_t)peer->uid, 0, &jobs, &n, &diag);
+	admin = cd_daemon_is_admin(d, peer);
+	if (q->user[0] && !admin) {
+		const struct passwd *pw = getpwuid(peer->uid);
+
+		if (!pw || strcmp(pw->pw_name, q->user) != 0) {
+			set_error(r, 403,
+				  "only administrators may list other users' jobs");
+			return;
+		}
+	}
+	memset(&f, 0, sizeof(f));
+	f.state_mask = q->state_mask ? q->state_mask : ~0u;
+	/* Naming a user is asking across users: an admin's right. */
+	f.uid = q->all || (q->user[0] && admin) ? -1 : (int64_t)peer->uid;
+	f.user = q->user[0] ? q->user : NULL;
+	f.name_glob = q->name[0] ? q->name : NULL;
+	f.active_since_ms = q->since_ms;
+	rc = cd_store_job_find(cd_daemon_store(d), &f, &jobs, &n, &diag);
 	if (rc) {
 		set_error(r, 500, "%s", diag.msg);
 		return;
@@ -862,24 +1121,118 @@ static void handle_list(struct cd_daemon *d, const struct cd_peer *peer,
 	set_json(r, 200, o);
 }
 
+/* What POST /v1/jobs/ID/ACTION does. */
+enum job_action { ACT_GET, ACT_CANCEL, ACT_HOLD, ACT_RELEASE, ACT_REQUEUE, ACT_UPDATE };
+
+static const struct {
+	const char *path; /* after /v1/jobs/ID */
+	bool post;
+} job_actions[] = {
+	[ACT_GET] = {"", false},
+	[ACT_CANCEL] = {"/cancel", true},
+	[ACT_HOLD] = {"/hold", true},
+	[ACT_RELEASE] = {"/release", true},
+	[ACT_REQUEUE] = {"/requeue", true},
+	[ACT_UPDATE] = {"/update", true},
+};
+
+/* POST /v1/jobs/ID/update: {"mem_bytes": N, "priority": P}, at least one. */
+static int parse_update(const char *body, size_t len, struct cd_update *u,
+			struct colloc_diag *diag)
+{
+	cJSON *root;
+	const cJSON *it;
+	double num;
+	int rc = 0;
+	size_t bad = 0;
+
+	memset(u, 0, sizeof(*u));
+	if (!body || len == 0)
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "empty body: expected {\"mem_bytes\": N, "
+				       "\"priority\": P}");
+	if (!cd_api_utf8_ok(body, len, &bad))
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "body is not UTF-8 (byte %zu)", bad);
+	root = cJSON_ParseWithLength(body, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "body must be a JSON object");
+	}
+	cJSON_ArrayForEach(it, root)
+	{
+		if (!it->string || (strcmp(it->string, "mem_bytes") != 0 &&
+				    strcmp(it->string, "priority") != 0)) {
+			rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown field '%s'",
+					     it->string ? it->string : "");
+			goto out;
+		}
+		for (const cJSON *o = it->next; o; o = o->next)
+			if (o->string && strcmp(o->string, it->string) == 0) {
+				rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+						     "field '%s' given twice",
+						     it->string);
+				goto out;
+			}
+	}
+	num = 0;
+	if ((rc = get_int(root, "mem_bytes", 1, (double)API_MAX_MEM_BYTES, &num, diag)))
+		goto out;
+	u->mem_bytes = (uint64_t)num;
+	u->have_priority = cJSON_GetObjectItemCaseSensitive(root, "priority") != NULL;
+	num = 0;
+	if ((rc = get_int(root, "priority", -API_MAX_PRIORITY, API_MAX_PRIORITY, &num,
+			  diag)))
+		goto out;
+	u->priority = (int)num;
+	if (!u->mem_bytes && !u->have_priority)
+		rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+				     "nothing to update: give 'mem_bytes' or 'priority'");
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
 static void handle_job(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
-		       bool cancel, struct cd_api_response *r)
+		       enum job_action act, const char *body, size_t len,
+		       struct cd_api_response *r)
 {
 	struct colloc_diag diag = {{0}};
+	struct cd_update u;
 	struct cd_job job;
 	int rc;
 
 	cd_job_init(&job);
-	if (cancel)
+	switch (act) {
+	case ACT_CANCEL:
 		rc = cd_daemon_cancel(d, peer, id, &job, &diag);
-	else
+		/* "has already ended" */
+		if (rc == COLLOC_EUSAGE)
+			rc = CD_ECONFLICT;
+		break;
+	case ACT_HOLD:
+	case ACT_RELEASE:
+		rc = cd_daemon_hold(d, peer, id, act == ACT_HOLD, &job, &diag);
+		break;
+	case ACT_REQUEUE:
+		rc = cd_daemon_requeue(d, peer, id, &job, &diag);
+		break;
+	case ACT_UPDATE:
+		rc = parse_update(body, len, &u, &diag);
+		if (rc == 0)
+			rc = cd_daemon_update(d, peer, id, &u, &job, &diag);
+		break;
+	default:
 		rc = cd_daemon_get(d, peer, id, &job, &diag);
-	if (rc == COLLOC_EUSAGE && cancel)
+		break;
+	}
+	if (rc == CD_ECONFLICT)
 		set_error(r, 409, "%s", diag.msg);
 	else if (rc)
 		set_error(r, status_of(rc), "%s", diag.msg);
 	else
-		set_json(r, 200, cd_api_job_json(d, &job, !cancel));
+		set_json(r, 200, cd_api_job_json(d, &job, act == ACT_GET));
 	cd_job_fini(&job);
 }
 
@@ -1171,19 +1524,17 @@ void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *
 		return;
 	}
 	rest += id_len;
-	if (*rest == '\0') {
-		if (!get)
+	for (size_t k = 0; k < sizeof(job_actions) / sizeof(job_actions[0]); k++) {
+		if (strcmp(rest, job_actions[k].path) != 0)
+			continue;
+		if (job_actions[k].post ? !post : !get)
 			goto not_allowed;
 		if (!d)
 			goto unavailable;
-		handle_job(d, peer, id, false, resp);
-	} else if (strcmp(rest, "/cancel") == 0) {
-		if (!post)
-			goto not_allowed;
-		if (!d)
-			goto unavailable;
-		handle_job(d, peer, id, true, resp);
-	} else if (strcmp(rest, "/log") == 0) {
+		handle_job(d, peer, id, (enum job_action)k, body, len, resp);
+		return;
+	}
+	if (strcmp(rest, "/log") == 0) {
 		if (!get)
 			goto not_allowed;
 		if (!d)

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "colloc/jobs.h"
 #include "colloc/units.h"
 
 #define CONFIG_FILE_MAX ((size_t)64 << 10)
@@ -92,6 +93,7 @@ static const struct key keys[] = {
 	KEY("mps_control", KIND_STRING, mps_control, 0, 0),
 	KEY("mps_thread_share", KIND_FRACTION, mps_thread_share, 0, 1.0),
 	KEY("metrics", KIND_LISTEN, metrics, KEY_EMPTY_OK, 0),
+	KEY("retention", KIND_DURATION, retention_ms, 0, 0),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -167,6 +169,9 @@ void cd_config_defaults(struct cd_config *cfg)
 	cfg->reserve_ms = (int64_t)60 * 1000;
 	snprintf(cfg->mps_control, sizeof(cfg->mps_control), "nvidia-cuda-mps-control");
 	cfg->mps_thread_share = 0;
+	/* keep every job unless the admin says otherwise: an upgrade must not
+	 * delete anyone's history */
+	cfg->retention_ms = 0;
 }
 
 /* ------------------------------------------------------------------ values */
@@ -214,7 +219,13 @@ static int parse_duration(const char *s, int64_t *out)
 		if (colloc_parse_u64(digits, INT64_MAX, &v) != 0)
 			return -1;
 	} else if (colloc_parse_duration_ms(s, &v) != 0 || v > INT64_MAX) {
-		return -1;
+		int64_t ms;
+
+		/* Days and compound forms ("30d", "1h30m"), as time limits
+		 * take them (colloc/jobs.h). */
+		if (colloc_duration_parse(s, &ms) != 0)
+			return -1;
+		v = (uint64_t)ms;
 	}
 	*out = (int64_t)v;
 	return 0;
@@ -906,7 +917,7 @@ static void format_duration(int64_t ms, char *out, size_t cap)
 	static const struct {
 		const char *unit;
 		int64_t ms;
-	} units[] = {{"h", 3600000}, {"min", 60000}, {"s", 1000}};
+	} units[] = {{"d", 86400000}, {"h", 3600000}, {"min", 60000}, {"s", 1000}};
 
 	for (size_t k = 0; ms > 0 && k < sizeof(units) / sizeof(units[0]); k++) {
 		if (ms % units[k].ms == 0) {

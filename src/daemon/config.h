@@ -58,6 +58,8 @@ struct cd_config {
 				  * 0..1; 0 = its predicted activity */
 	char metrics[CD_LISTEN_MAX]; /* Prometheus endpoint "HOST:PORT";
 				      * "" = none (cd_config_listen_parse) */
+	int64_t retention_ms; /* finished jobs older than this are deleted
+			       * (at start, then daily); 0 = kept forever */
 };
 
 /* A TCP address to listen on, as cd_config_listen_parse() read it. */
@@ -75,7 +77,7 @@ struct cd_listen {
  * estimate-aware, headroom 512 MiB, util_bound 1.0, backfill on, starve
  * 30 min, time-slicing, sample 1 s, admin_group "", default_mem 8 GiB,
  * default_util 0.5, OOM policy per oom.h, kill_grace 10 s, reserve 60 s,
- * metrics "" (no TCP port opened), retention 30 days.
+ * metrics "" (no TCP port opened), retention 0 (every job kept).
  */
 void cd_config_defaults(struct cd_config *cfg);
 

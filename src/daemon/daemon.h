@@ -22,6 +22,7 @@
 #ifndef COLLOC_DAEMON_DAEMON_H
 #define COLLOC_DAEMON_DAEMON_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +80,14 @@ struct cd_submit {
 	char *env_json; /* owned */
 	bool exclusive;
 	char idem_key[CD_IDEM_MAX]; /* the client's Idempotency-Key, "" = none */
+	int64_t time_limit_ms; /* 0 = none */
+	bool hold; /* queued held: not started until released */
+	int n_deps;
+	struct cd_dep deps[CD_DEPS_MAX]; /* met is false */
+	/* An array: one job per index first..last (COLLOC_ARRAY_INDEX), at
+	 * most array_max_running of them running at once (0: no limit). */
+	bool array;
+	int array_first, array_last, array_max_running;
 };
 
 void cd_submit_fini(struct cd_submit *s);
@@ -116,12 +125,50 @@ bool cd_daemon_may_use(const struct cd_daemon *d, const struct cd_peer *peer);
  * measured mean of earlier runs, then the graph prediction on the scale
  * the scheduler measures: SM activity where DCGM gives it, else NVML
  * utilization; then default_util), commits it with both sources and
- * writes the new record into *job. Returns 0, CD_SUBMIT_REPLAYED (below),
- * or a negative code with the reason (a need that no GPU could ever hold is
- * COLLOC_EUSAGE).
+ * writes the new record into *job. An array (req->array) is one job per
+ * index, committed together in one transaction with consecutive ids; *job
+ * is the first. Dependencies must name jobs peer may see. Returns 0,
+ * CD_SUBMIT_REPLAYED (below), or a negative code with the reason (a need
+ * that no GPU could ever hold, or an unknown dependency, is COLLOC_EUSAGE).
  */
 int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		     const struct cd_submit *req, struct cd_job *job,
+		     struct colloc_diag *diag);
+
+/* An operation that the job's state does not allow (releasing a job that
+ * is not held, updating a running one): HTTP 409. */
+#define CD_ECONFLICT (-EALREADY)
+
+/*
+ * Hold (hold true) or release job id on behalf of peer: a held queued job
+ * is not started until it is released. Only queued jobs can be held;
+ * CD_ECONFLICT (with why) otherwise, or when releasing one not held.
+ */
+int cd_daemon_hold(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		   bool hold, struct cd_job *job, struct colloc_diag *diag);
+
+/*
+ * Put job id back in the queue: a finished job at once (attempts, its
+ * submit time and priority kept; exit status and end cleared), a running
+ * one through its supervisor, as a cancel, and queued again when it has
+ * ended. CD_ECONFLICT for a job that is queued already or being stopped.
+ */
+int cd_daemon_requeue(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		      struct cd_job *job, struct colloc_diag *diag);
+
+/* What `colloc update` changes on a queued job. */
+struct cd_update {
+	uint64_t mem_bytes; /* 0 = unchanged; else the new need, source request */
+	bool have_priority;
+	int priority;
+};
+
+/*
+ * Change a queued job's memory need or priority. COLLOC_EUSAGE for a need
+ * no GPU could hold (as at submit), CD_ECONFLICT when it is not queued.
+ */
+int cd_daemon_update(struct cd_daemon *d, const struct cd_peer *peer, uint64_t id,
+		     const struct cd_update *u, struct cd_job *job,
 		     struct colloc_diag *diag);
 
 /* cd_daemon_submit()'s answer when req->idem_key names a job peer already
@@ -255,10 +302,10 @@ int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample);
 /*
  * Take the settings of cfg that can change while collocd runs (policy,
  * headroom, util_bound, backfill, starve, sample_interval, admin_group,
- * default_mem, default_util, the OOM policy, kill_grace, reserve) and log, one line each, those that differ but need a restart
- * (gpus, socket, db, state_dir, sharing, mps_*, metrics, allow_sim). The
- * next pass uses the new settings. Returns how many changed settings wait
- * for a restart.
+ * default_mem, default_util, the OOM policy, kill_grace, reserve) and log, one line each,
+ * those that differ but need a restart (gpus, socket, db, state_dir, sharing, mps_*,
+ * metrics, allow_sim). The next pass uses the new settings. Returns how many changed
+ * settings wait for a restart.
  */
 int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg);
 

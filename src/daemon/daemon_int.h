@@ -8,7 +8,10 @@
  *   monitor.c   GPU samples, the slots jobs are placed on, running-job
  *               statistics, reservations, server statistics
  *   finish.c    a supervisor's end, reaping, recovery after a restart
- *   schedule.c  the scheduling pass and launches; the tick
+ *   schedule.c  the scheduling pass (held jobs, unmet dependencies and
+ *               full arrays left out) and launches; the tick
+ *   limits.c    time limits of running jobs and the retention of
+ *               finished ones, both checked from the tick
  *
  * Time. The core never reads a clock for its decisions: the event loop (or
  * a test) hands it one "now" per step with cd_daemon_set_now() — monotonic
@@ -55,6 +58,10 @@ struct run_stat {
 	 * the adoption after a restart: the reservation is held anew rather
 	 * than trusted to a clock of the earlier process). */
 	int64_t start_mono_ms;
+	/* Monotonic: when its time limit started counting, the launch (or,
+	 * after a restart, the launch as the wall clock dates it: the
+	 * limit is not restarted by an adoption). */
+	int64_t limit_start_mono_ms;
 };
 
 /*
@@ -118,6 +125,10 @@ struct cd_daemon {
 	double busy_ms, util_ms, mem_ms; /* time-weighted sums while busy */
 	struct cd_sched_counters sched; /* for /metrics */
 	uid_t euid;
+	/* Monotonic: the last retention sweep (limits.c); pruned_once false
+	 * until the first, which the first tick makes. */
+	int64_t last_prune_mono_ms;
+	bool pruned_once;
 };
 
 /* daemon.c */
@@ -160,6 +171,16 @@ void cd__recover(struct cd_daemon *d);
 /* intake.c */
 bool cd__may_see(struct cd_daemon *d, const struct cd_peer *peer,
 		 const struct cd_job *job);
+/* Clear what a run left (exit status, end, supervisor, stop request) from
+ * a job going back to the queue. */
+void cd__requeue_reset(struct cd_job *job);
+
+/* limits.c */
+/* Stop every running job past its time limit (through its supervisor,
+ * as a cancel; it ends failed with the reason), and, once at the first
+ * call and then daily, delete finished jobs older than cfg.retention_ms
+ * with their logs. Called from every tick. */
+void cd__enforce_limits(struct cd_daemon *d);
 
 /* schedule.c */
 void cd__schedule(struct cd_daemon *d);

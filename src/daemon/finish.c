@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "colloc/jobs.h"
+#include "colloc/units.h"
 #include "daemon/daemon_int.h"
 #include "daemon/launcher.h"
 #include "daemon/oom.h"
@@ -18,6 +20,39 @@
 /* Samples a run needs before its mean activity counts as history for the
  * next run of the same job: fewer saw its start-up, not its training. */
 #define UTIL_HISTORY_MIN_SAMPLES 3
+
+/*
+ * A job collocd stopped has ended (st): cancelled, failed past its time
+ * limit, or queued again, as job->stop_cause says.
+ */
+static void stopped(struct cd_daemon *d, struct cd_job *job, const struct cd_status *st)
+{
+	char how[32], lim[24];
+
+	snprintf(how, sizeof(how), "%s %d",
+		 st->kind == CD_STATUS_EXITED ? "exit" : "signal", st->code);
+	switch (job->stop_cause) {
+	case CD_STOP_TIME_LIMIT:
+		colloc_duration_format(job->time_limit_ms, lim, sizeof(lim));
+		job->state = CD_JOB_FAILED;
+		snprintf(job->reason, sizeof(job->reason),
+			 "exceeded its time limit of %s", lim);
+		cd__event(d, job->id, "failed", "%s (stopped: %s)", job->reason, how);
+		break;
+	case CD_STOP_REQUEUE:
+		cd__requeue_reset(job);
+		job->state = CD_JOB_QUEUED;
+		snprintf(job->reason, sizeof(job->reason),
+			 "requeued while running (stopped: %s)", how);
+		cd__event(d, job->id, "requeue", "stopped (%s); queued again", how);
+		break;
+	default:
+		job->state = CD_JOB_CANCELLED;
+		snprintf(job->reason, sizeof(job->reason), "cancelled while running");
+		cd__event(d, job->id, "cancelled", "stopped (%s)", how);
+		break;
+	}
+}
 
 /*
  * The supervisor of running job *in has ended: read its status, decide the
@@ -76,17 +111,16 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 	job->exit_code = st.kind == CD_STATUS_EXITED ? st.code : -1;
 	job->term_signal = st.kind == CD_STATUS_SIGNALED ? st.code : 0;
 	if (job->cancel_requested) {
-		job->state = CD_JOB_CANCELLED;
-		snprintf(job->reason, sizeof(job->reason), "cancelled while running");
-		cd__event(d, job->id, "cancelled", "stopped (%s %d)",
-			  st.kind == CD_STATUS_EXITED ? "exit" : "signal", st.code);
+		stopped(d, job, &st);
 		goto commit;
 	}
 	if (st.kind == CD_STATUS_EXITED && st.code == 0) {
+		char pk[32];
+
 		job->state = CD_JOB_DONE;
 		job->reason[0] = '\0';
-		cd__event(d, job->id, "done", "exit 0, peak %.2f GiB",
-			  (double)job->peak_bytes / 1073741824.0);
+		cd__event(d, job->id, "done", "exit 0, peak %s",
+			  colloc_format_bytes(job->peak_bytes, pk, sizeof(pk)));
 		goto commit;
 	}
 	if (cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL) == 0)
@@ -94,9 +128,27 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 				       NULL);
 	if (marker) {
 		struct cd_oom_decision dec;
+		uint64_t tried = 0, cap = 0;
+		bool hopeless = false;
 
+		(void)cd_oom_scan_capacity(lpath, st.stdout_offset, OOM_SCAN_BYTES,
+					   cd__largest_gpu(d), &hopeless, &tried, &cap,
+					   NULL);
 		cd_oom_decide(&d->cfg.oom, job->attempts, job->mem_need_bytes,
 			      job->peak_bytes, cd__largest_gpu(d), job->exclusive, &dec);
+		if (hopeless) {
+			char t[32], c[32];
+
+			/* More memory per GPU does not exist: a retry would die
+			 * the same way (issue 16). */
+			dec.action = CD_OOM_GIVE_UP;
+			snprintf(dec.reason, sizeof(dec.reason),
+				 "out of memory on attempt %d: it tried to allocate %s "
+				 "at once, more than the GPU's total capacity of %s: "
+				 "giving up",
+				 job->attempts, colloc_format_bytes(tried, t, sizeof(t)),
+				 colloc_format_bytes(cap, c, sizeof(c)));
+		}
 		if (dec.action != CD_OOM_GIVE_UP) {
 			job->state = CD_JOB_QUEUED;
 			job->mem_need_bytes = dec.mem_need_bytes;
@@ -108,9 +160,9 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 			cd__event(d, job->id, "oom", "%s; re-queued%s", dec.reason,
 				  job->exclusive ? " for a GPU of its own" : "");
 		} else {
+			/* dec.reason says "giving up" itself. */
 			job->state = CD_JOB_FAILED;
-			snprintf(job->reason, sizeof(job->reason), "%s; giving up",
-				 dec.reason);
+			snprintf(job->reason, sizeof(job->reason), "%s", dec.reason);
 			cd__event(d, job->id, "oom", "%s", job->reason);
 		}
 		goto commit;
@@ -190,6 +242,18 @@ void cd__check_supervisors(struct cd_daemon *d)
 	free(ids);
 }
 
+/* Track adopted job j's run; its time limit counts from its launch, which
+ * the wall clock dates once (the monotonic clock of the collocd that
+ * launched it is gone). */
+static void adopt_run(struct cd_daemon *d, const struct cd_job *j)
+{
+	struct run_stat *r = cd__run_add(d, j);
+	int64_t ran = d->now.wall_ms - j->start_ms;
+
+	if (r)
+		r->limit_start_mono_ms = d->now.mono_ms - (ran > 0 ? ran : 0);
+}
+
 /*
  * A job the store says runs, whose supervisor collocd never recorded (it
  * stopped between committing the launch and the supervisor's pid) and which
@@ -212,7 +276,7 @@ static void reconcile(struct cd_daemon *d, struct cd_job *j, const char *spath)
 			return;
 		}
 		if (cd__journal(d, j, NULL) == 0) {
-			(void)cd__run_add(d, j);
+			adopt_run(d, j);
 			cd__event(d, j->id, "adopt",
 				  "its supervisor %lld had claimed the launch before "
 				  "collocd "
@@ -256,7 +320,7 @@ void cd__recover(struct cd_daemon *d)
 			reconcile(d, j, spath);
 		} else if (j->sup_pid > 0 &&
 			   cd_supervisor_alive(j->sup_pid, j->sup_start)) {
-			(void)cd__run_add(d, j);
+			adopt_run(d, j);
 			cd__event(d, j->id, "adopt",
 				  "still running under supervisor %lld",
 				  (long long)j->sup_pid);

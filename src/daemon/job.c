@@ -33,6 +33,7 @@ void cd_job_init(struct cd_job *job)
 	job->exit_code = -1;
 	job->graph_gpu_util = -1;
 	job->graph_sm_activity = -1;
+	job->array_index = -1;
 }
 
 void cd_job_fini(struct cd_job *job)

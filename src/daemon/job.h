@@ -33,6 +33,30 @@
 /* A client's idempotency key: 1..64 of [A-Za-z0-9._:-] (docs/api.md). */
 #define CD_IDEM_MAX 65
 
+/* Dependencies a job may have (`submit --after`), and the largest array
+ * one submit may make (`submit --array`). */
+#define CD_DEPS_MAX 16
+#define CD_ARRAY_MAX 1000
+/* The longest time limit a job may ask for: one year. */
+#define CD_TIME_LIMIT_MAX_MS ((int64_t)365 * 86400 * 1000)
+
+/* Why collocd stopped a running job it was asked to stop (the job's
+ * supervisor got SIGTERM, then SIGKILL): what its end becomes. The values
+ * are stored: append only. */
+enum cd_stop_cause {
+	CD_STOP_CANCEL = 0, /* cancelled */
+	CD_STOP_TIME_LIMIT, /* failed: it exceeded its time limit */
+	CD_STOP_REQUEUE, /* queued again */
+	CD_STOP_CAUSE_COUNT_
+};
+
+/* One dependency: job id must end (kind, colloc/jobs.h) first. */
+struct cd_dep {
+	uint64_t id;
+	int kind; /* enum colloc_dep_kind */
+	bool met; /* it has: no longer looked at */
+};
+
 /* collocd's names for the shared vocabulary (colloc/jobs.h), the one table
  * of states that the CLI reads too. */
 enum cd_job_state {
@@ -105,7 +129,17 @@ struct cd_job {
 	uint64_t peak_bytes; /* largest measured GPU memory, per GPU */
 	double util_mean; /* mean measured activity while running, 0..1 */
 	uint64_t util_samples; /* samples behind util_mean */
-	bool cancel_requested;
+	bool cancel_requested; /* it is being stopped, see stop_cause */
+	int stop_cause; /* enum cd_stop_cause, while cancel_requested */
+
+	/* What it waits for, and how long it may run. */
+	int64_t time_limit_ms; /* from the launch, monotonic; 0: none */
+	bool held; /* `colloc hold`: not started until released */
+	int n_deps;
+	struct cd_dep deps[CD_DEPS_MAX];
+	uint64_t array_id; /* the first job of its array; 0: not in one */
+	int array_index; /* its index in the array (COLLOC_ARRAY_INDEX); -1 */
+	int array_max_running; /* at most this many of the array run; 0: any */
 
 	/* How it ended. */
 	int exit_code; /* -1 while none */

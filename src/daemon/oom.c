@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,6 +143,150 @@ int cd_oom_scan_file(const char *path, uint64_t offset, size_t max_bytes,
 out:
 	close(fd);
 	return rc;
+}
+
+/* The last occurrence of needle in hay[0..hlen), or NULL. */
+static const char *last_of(const char *hay, size_t hlen, const char *needle)
+{
+	size_t nlen = strlen(needle);
+	const char *found = NULL;
+
+	for (size_t off = 0; hlen >= nlen && off <= hlen - nlen;) {
+		const char *q = memchr(hay + off, needle[0], hlen - nlen - off + 1);
+
+		if (!q)
+			break;
+		if (memcmp(q, needle, nlen) == 0)
+			found = q;
+		off = (size_t)(q - hay) + 1;
+	}
+	return found;
+}
+
+/* "20.00 GiB", "512 MiB", "0 bytes" at p (before end) as bytes; 0 when
+ * it is not a size. */
+static uint64_t torch_size(const char *p, const char *end)
+{
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = {{"bytes", 1.0},	    {"B", 1.0},
+		     {"KiB", 1024.0},	    {"MiB", 1048576.0},
+		     {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+	char num[32];
+	size_t n = 0;
+	double v;
+
+	while (p < end && *p == ' ')
+		p++;
+	while (p < end && n + 1 < sizeof(num) && ((*p >= '0' && *p <= '9') || *p == '.'))
+		num[n++] = *p++;
+	num[n] = '\0';
+	if (n == 0)
+		return 0;
+	v = strtod(num, NULL);
+	while (p < end && *p == ' ')
+		p++;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+		size_t ul = strlen(units[k].unit);
+
+		if ((size_t)(end - p) >= ul && memcmp(p, units[k].unit, ul) == 0) {
+			double b = v * units[k].scale;
+
+			return b >= 1.8e19 ? UINT64_MAX : (uint64_t)b;
+		}
+	}
+	return 0;
+}
+
+bool cd_oom_exceeds_capacity(const char *buf, size_t len, uint64_t gpu_total_bytes,
+			     uint64_t *tried_bytes, uint64_t *capacity_bytes)
+{
+	static const char tried_s[] = "Tried to allocate ";
+	static const char new_cap[] = "total capacity of ";
+	static const char old_cap[] = " total capacity";
+	const char *t, *end = buf ? buf + len : NULL, *c;
+	uint64_t tried, cap = 0;
+
+	*tried_bytes = 0;
+	*capacity_bytes = 0;
+	if (!buf || !(t = last_of(buf, len, tried_s)))
+		return false;
+	tried = torch_size(t + strlen(tried_s), end);
+	/* The capacity follows on the same message: look only after it. */
+	c = last_of(t, (size_t)(end - t), new_cap);
+	if (c) {
+		cap = torch_size(c + strlen(new_cap), end);
+	} else if ((c = last_of(t, (size_t)(end - t), old_cap))) {
+		/* "(GPU 0; 15.78 GiB total capacity": the size precedes. */
+		const char *s = c;
+
+		while (s > t && s[-1] != ';' && s[-1] != '(')
+			s--;
+		cap = torch_size(s, c);
+	}
+	if (!cap)
+		cap = gpu_total_bytes;
+	*tried_bytes = tried;
+	*capacity_bytes = cap;
+	return tried > 0 && cap > 0 && tried > cap;
+}
+
+#define CAPACITY_SCAN_MAX ((size_t)64 << 10)
+
+int cd_oom_scan_capacity(const char *path, uint64_t offset, size_t max_bytes,
+			 uint64_t gpu_total_bytes, bool *exceeds, uint64_t *tried_bytes,
+			 uint64_t *capacity_bytes, struct colloc_diag *diag)
+{
+	struct stat st;
+	uint64_t size, start;
+	size_t want, got = 0;
+	char *buf;
+	int fd, rc = 0;
+
+	*exceeds = false;
+	*tried_bytes = 0;
+	*capacity_bytes = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		return colloc_diag_set(diag, rc, "%s: %s", path, strerror(-rc));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return colloc_diag_set(diag, -EINVAL, "%s: not a readable regular file",
+				       path);
+	}
+	size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+	if (max_bytes > CAPACITY_SCAN_MAX)
+		max_bytes = CAPACITY_SCAN_MAX;
+	if (offset >= size || max_bytes == 0) {
+		close(fd);
+		return 0;
+	}
+	start = size - offset > max_bytes ? size - max_bytes : offset;
+	want = (size_t)(size - start);
+	buf = malloc(want);
+	if (!buf) {
+		close(fd);
+		return colloc_diag_set(diag, -ENOMEM, "%s: out of memory", path);
+	}
+	while (got < want) {
+		ssize_t k = pread(fd, buf + got, want - got, (off_t)(start + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	*exceeds = cd_oom_exceeds_capacity(buf, got, gpu_total_bytes, tried_bytes,
+					   capacity_bytes);
+	free(buf);
+	close(fd);
+	return 0;
 }
 
 void cd_oom_policy_init(struct cd_oom_policy *p)

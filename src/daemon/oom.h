@@ -37,6 +37,28 @@ const char *cd_oom_marker(const char *buf, size_t len);
 int cd_oom_scan_file(const char *path, uint64_t offset, size_t max_bytes,
 		     const char **marker, struct colloc_diag *diag);
 
+/*
+ * Whether PyTorch's out-of-memory message in buf[0..len) says that one
+ * allocation asked for more than the whole GPU: "Tried to allocate 20.00
+ * GiB" with "GPU 0 has a total capacity of 7.79 GiB" (PyTorch >= 2.1) or
+ * "(GPU 0; 15.78 GiB total capacity; ...)" (older). When the message names
+ * no capacity, gpu_total_bytes (the largest GPU here; 0: unknown) stands in.
+ * The last "Tried to allocate" in buf counts. *tried_bytes and
+ * *capacity_bytes get the figures (0 when absent). Such a job cannot fit
+ * on any retry: more memory per GPU does not exist.
+ */
+bool cd_oom_exceeds_capacity(const char *buf, size_t len, uint64_t gpu_total_bytes,
+			     uint64_t *tried_bytes, uint64_t *capacity_bytes);
+
+/*
+ * cd_oom_exceeds_capacity() over the last max_bytes (at most 64 KiB) of the
+ * file at path from offset on. Sets *exceeds; returns 0, or -errno when the
+ * file cannot be read (a missing file is 0, *exceeds false).
+ */
+int cd_oom_scan_capacity(const char *path, uint64_t offset, size_t max_bytes,
+			 uint64_t gpu_total_bytes, bool *exceeds, uint64_t *tried_bytes,
+			 uint64_t *capacity_bytes, struct colloc_diag *diag);
+
 struct cd_oom_policy {
 	double growth; /* new need >= old need * growth (default 1.5) */
 	double peak_margin; /* and >= measured peak * peak_margin (1.2) */

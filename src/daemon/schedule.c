@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "colloc/jobs.h"
 #include "colloc/sched.h"
+#include "colloc/units.h"
 #include "daemon/daemon_int.h"
 #include "daemon/fault.h"
 #include "daemon/launcher.h"
@@ -43,6 +45,10 @@ static const char **string_vector(const char *json, cJSON **tree)
 	return v;
 }
 
+/* COLLOC_JOB_ID and COLLOC_ARRAY_INDEX next to MPS's variables. */
+_Static_assert(CD_MPS_ENV_MAX + 2 <= CD_LAUNCH_MAX_EXTRA,
+	       "the launcher takes every variable a job gets");
+
 /* Launch queued job *in as decided. in is copied first (it points into
  * d->act, which the commits below update). */
 static void launch(struct cd_daemon *d, const struct cd_job *in,
@@ -53,10 +59,13 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 	char lpath[CD_PATH_MAX + 64], spath[CD_PATH_MAX + 64];
 	char visible[COLLOC_SCHED_MAX_GPUS * COLLOC_GPU_UUID_MAX];
 	char mps[CD_MPS_ENV_MAX][CD_MPS_ENV_LEN];
-	const char *more_env[CD_MPS_ENV_MAX + 1] = {NULL};
-	size_t n_mps = 0;
+	char id_env[48], index_env[48];
+	const char *more_env[CD_LAUNCH_MAX_EXTRA + 1] = {NULL};
+	size_t n_mps = 0, n_more = 0;
 	struct cd_launch_spec spec;
 	struct cd_launch_result res;
+	struct run_stat *run;
+	char need[32];
 	cJSON *targ = NULL, *tenv = NULL;
 	const char **argv, **envp;
 	size_t off = 0;
@@ -107,7 +116,17 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 				    job->mem_need_bytes, d->cfg.sched.headroom_bytes, mps,
 				    &n_mps, &diag);
 		for (size_t k = 0; k < n_mps; k++)
-			more_env[k] = mps[k];
+			more_env[n_more++] = mps[k];
+	}
+	/* Who it is, for its own logs and checkpoints (Slurm's
+	 * SLURM_JOB_ID and SLURM_ARRAY_TASK_ID). */
+	snprintf(id_env, sizeof(id_env), "COLLOC_JOB_ID=%llu",
+		 (unsigned long long)job->id);
+	more_env[n_more++] = id_env;
+	if (job->array_id) {
+		snprintf(index_env, sizeof(index_env), "COLLOC_ARRAY_INDEX=%d",
+			 job->array_index);
+		more_env[n_more++] = index_env;
 	}
 	(void)cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL);
 	memset(&spec, 0, sizeof(spec));
@@ -148,16 +167,18 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 	job->sup_start = res.sup_start;
 	job->job_pgid = res.job_pgid;
 	(void)cd__journal(d, job, NULL);
-	if (!cd__run_add(d, job))
+	run = cd__run_add(d, job);
+	if (run)
+		run->limit_start_mono_ms = d->now.mono_ms;
+	else
 		cd__logf(d, "job %llu: out of memory tracking it",
 			 (unsigned long long)job->id);
-	cd__event(d, job->id, "start", "attempt %d on %s, need %.2f GiB (%s), pid %lld",
-		  job->attempts, visible, (double)job->mem_need_bytes / 1073741824.0,
+	cd__event(d, job->id, "start", "attempt %d on %s, need %s (%s), pid %lld",
+		  job->attempts, visible,
+		  colloc_format_bytes(job->mem_need_bytes, need, sizeof(need)),
 		  job->mem_source, (long long)res.job_pgid);
 	cd_job_fini(&rec);
 }
-
-/* --- the pass ------------------------------------------------------------ */
 
 /* Grow d's pass arrays to n_gpus slots and n_jobs jobs. 0, or -ENOMEM with
  * the old arrays kept. */
@@ -193,6 +214,131 @@ static int pass_arrays(struct cd_daemon *d, size_t n_gpus, size_t n_jobs)
 	return 0;
 }
 
+/* --- what may start ----------------------------------------------------- */
+
+/* Whether one of job's unmet dependencies has left memory (it ended, or
+ * was deleted): only then is the store asked. */
+static bool deps_to_resolve(struct cd_daemon *d, const struct cd_job *job)
+{
+	for (int k = 0; k < job->n_deps; k++)
+		if (!job->deps[k].met && !cd__active(d, job->deps[k].id))
+			return true;
+	return false;
+}
+
+/* Whether the dependency dp (not active any more) is met by how its job
+ * ended; false with why in why when it never can be. */
+static bool dep_met(struct cd_daemon *d, const struct cd_dep *dp, char *why, size_t len)
+{
+	struct cd_job other;
+	char out[48];
+	int rc = cd_store_job_get(d->store, dp->id, &other, NULL);
+
+	if (rc == COLLOC_ENOTFOUND) {
+		snprintf(why, len, "dependency job %llu no longer exists",
+			 (unsigned long long)dp->id);
+		return false;
+	}
+	if (rc) {
+		why[0] = '\0'; /* the store failed: try again next pass */
+		return false;
+	}
+	if (other.state == CD_JOB_DONE || dp->kind == COLLOC_DEP_ANY ||
+	    !cd_job_state_final(other.state)) {
+		bool met = cd_job_state_final(other.state);
+
+		cd_job_fini(&other);
+		why[0] = '\0';
+		return met;
+	}
+	if (other.term_signal > 0)
+		snprintf(out, sizeof(out), ", signal %d", other.term_signal);
+	else if (other.exit_code >= 0)
+		snprintf(out, sizeof(out), ", exit %d", other.exit_code);
+	else
+		out[0] = '\0';
+	snprintf(why, len,
+		 "dependency job %llu ended %s%s; --after %llu:ok can never be satisfied",
+		 (unsigned long long)dp->id, cd_job_state_name(other.state), out,
+		 (unsigned long long)dp->id);
+	cd_job_fini(&other);
+	return false;
+}
+
+/* Look at the dependencies of queued job *in that have ended: mark those
+ * met, or fail the job when one never can be. Returns whether the job
+ * left d->act. in is copied first. */
+static bool resolve_deps(struct cd_daemon *d, const struct cd_job *in)
+{
+	struct cd_job rec;
+	char why[CD_REASON_MAX] = "";
+	bool changed = false, failed = false;
+
+	cd_job_init(&rec);
+	if (cd_job_copy(&rec, in))
+		return false;
+	for (int k = 0; k < rec.n_deps && !failed; k++) {
+		struct cd_dep *dp = &rec.deps[k];
+
+		if (dp->met || cd__active(d, dp->id))
+			continue;
+		if (dep_met(d, dp, why, sizeof(why)))
+			dp->met = changed = true;
+		else if (why[0])
+			failed = true;
+	}
+	if (failed) {
+		rec.state = CD_JOB_FAILED;
+		rec.end_ms = d->now.wall_ms;
+		snprintf(rec.reason, sizeof(rec.reason), "%s", why);
+	}
+	if ((failed || changed) && cd__journal(d, &rec, NULL) == 0 && failed)
+		cd__event(d, rec.id, "dependency", "%s", rec.reason);
+	else
+		failed = false;
+	cd_job_fini(&rec);
+	return failed;
+}
+
+/* Before a pass: settle the dependencies whose jobs have ended. A job that
+ * fails here may let its own dependents fail in the same sweep: they come
+ * later (higher ids). */
+static void settle_deps(struct cd_daemon *d)
+{
+	for (size_t k = 0; k < d->n_act;) {
+		const struct cd_job *j = &d->act[k].job;
+
+		if (j->state == CD_JOB_QUEUED && j->n_deps > 0 && deps_to_resolve(d, j) &&
+		    resolve_deps(d, j))
+			continue; /* it left d->act: k is the next job now */
+		k++;
+	}
+}
+
+/* Whether queued job j waits for an unmet dependency. */
+static bool deps_unmet(const struct cd_job *j)
+{
+	for (int k = 0; k < j->n_deps; k++)
+		if (!j->deps[k].met)
+			return true;
+	return false;
+}
+
+/* Running elements of array id. Its elements have consecutive ids (one
+ * transaction made them), so they sit together in d->act from id on. */
+static int array_running(const struct cd_daemon *d, size_t from, uint64_t array_id)
+{
+	int n = 0;
+
+	for (size_t k = from; k < d->n_act && d->act[k].job.id < array_id + CD_ARRAY_MAX;
+	     k++)
+		n += d->act[k].job.array_id == array_id &&
+		     d->act[k].job.state == CD_JOB_RUNNING;
+	return n;
+}
+
+/* --- the pass ------------------------------------------------------------ */
+
 void cd__schedule(struct cd_daemon *d)
 {
 	struct colloc_diag diag = {{0}};
@@ -201,9 +347,13 @@ void cd__schedule(struct cd_daemon *d)
 	struct colloc_sched_job *qs = NULL;
 	struct colloc_sched_decision *ds = NULL;
 	struct colloc_sched_state st;
-	size_t n = d->n_act, n_q = 0, n_r = 0, n_dec = 0;
+	size_t n, n_q = 0, n_r = 0, n_dec = 0;
 	int64_t now = d->now.mono_ms;
+	uint64_t cur_array = 0; /* the array whose elements the loop is in */
+	int array_room = 0; /* how many more of it may start */
 
+	settle_deps(d);
+	n = d->n_act;
 	if (pass_arrays(d, d->n_slots, n)) {
 		cd__logf(d, "scheduling skipped: out of memory");
 		d->queued_left = true;
@@ -235,7 +385,27 @@ void cd__schedule(struct cd_daemon *d)
 		const struct cd_job *j = &d->act[k].job;
 
 		if (j->state == CD_JOB_QUEUED) {
-			struct colloc_sched_job *q = &qs[n_q++];
+			struct colloc_sched_job *q;
+
+			/* Held jobs and unmet dependencies wait outside the
+			 * pass; so do elements of an array at its limit. */
+			if (j->held || deps_unmet(j))
+				continue;
+			if (j->array_id && j->array_max_running > 0) {
+				if (j->array_id != cur_array) {
+					size_t from = k;
+
+					while (from > 0 &&
+					       d->act[from - 1].job.id >= j->array_id)
+						from--;
+					cur_array = j->array_id;
+					array_room = j->array_max_running -
+						     array_running(d, from, j->array_id);
+				}
+				if (array_room-- <= 0)
+					continue;
+			}
+			q = &qs[n_q++];
 
 			memset(q, 0, sizeof(*q));
 			q->id = j->id;
@@ -303,6 +473,7 @@ int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample)
 {
 	int64_t now_ms = d->now.mono_ms, next;
 
+	cd__enforce_limits(d);
 	if (force_sample || d->last_sample_ms == INT64_MIN ||
 	    now_ms - d->last_sample_ms >= d->cfg.sample_ms) {
 		cd__check_supervisors(d);

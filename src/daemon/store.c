@@ -9,7 +9,8 @@
  * into the fixed fields of struct cd_job with their bounds, cut at a UTF-8
  * character boundary.
  *
- * Not here: deciding what to store when (the daemon), pruning old jobs.
+ * Not here: deciding what to store when, or which jobs are old enough to
+ * prune (the daemon).
  */
 #include "daemon/store.h"
 
@@ -23,12 +24,14 @@
 
 #include <sqlite3.h>
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 /* PRAGMA application_id, "Coll": tells a colloc database from any other
  * SQLite file (and lets file(1) name it). */
 #define APPLICATION_ID 0x436f6c6c
 #define BUSY_TIMEOUT_MS 5000
 #define PEAK_RUNS 5
+/* A job's dependencies as text: "ID:KIND[:met]" joined by commas. */
+#define DEPS_TEXT_MAX ((size_t)CD_DEPS_MAX * 32)
 /* Comma-joined UUIDs: (COLLOC_GPU_UUID_MAX - 1) bytes and one separator or
  * the final NUL per GPU. */
 #define GPUS_TEXT_MAX (COLLOC_SCHED_MAX_GPUS * COLLOC_GPU_UUID_MAX)
@@ -83,9 +86,18 @@ static const char schema_sql[] =
 	" graph_sm_activity REAL,"
 	" graph_platform TEXT NOT NULL DEFAULT '',"
 	/* version 3 */
-	" idem_key TEXT);" /* NULL: submitted without an idempotency key */
+	" idem_key TEXT," /* NULL: submitted without an idempotency key */
+	/* version 4 */
+	" time_limit_ms INTEGER NOT NULL DEFAULT 0,"
+	" held INTEGER NOT NULL DEFAULT 0,"
+	" deps TEXT NOT NULL DEFAULT '',"
+	" array_id INTEGER NOT NULL DEFAULT 0,"
+	" array_index INTEGER NOT NULL DEFAULT -1,"
+	" array_max_running INTEGER NOT NULL DEFAULT 0,"
+	" stop_cause INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX jobs_state ON jobs(state);"
 	"CREATE UNIQUE INDEX jobs_idem ON jobs(uid, idem_key) WHERE idem_key IS NOT NULL;"
+	"CREATE INDEX jobs_end ON jobs(end_ms);"
 	"CREATE TABLE events ("
 	" seq INTEGER PRIMARY KEY,"
 	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
@@ -102,7 +114,7 @@ static const char schema_sql[] =
 	" ts_ms INTEGER NOT NULL);"
 	"CREATE INDEX peaks_key ON peaks(key, ts_ms, job_id);"
 	"PRAGMA application_id = 1131375724;" /* APPLICATION_ID */
-	"PRAGMA user_version = 3;"; /* SCHEMA_VERSION */
+	"PRAGMA user_version = 4;"; /* SCHEMA_VERSION */
 
 /*
  * migrations[v] turns a version-v database into version v + 1, in the
@@ -128,10 +140,24 @@ static const char *const migrations[] = {
 	      "CREATE UNIQUE INDEX jobs_idem ON jobs(uid, idem_key) "
 	      "WHERE idem_key IS NOT NULL;"
 	      "PRAGMA user_version = 3;",
+	/* 3 -> 4: the job features of issue 16 (time limit, hold,
+	 * dependencies, arrays, why a running job is being stopped), all
+	 * "none" for the jobs already stored; end_ms indexed for the
+	 * retention sweep. */
+	[3] = "ALTER TABLE jobs ADD COLUMN time_limit_ms INTEGER NOT NULL DEFAULT 0;"
+	      "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;"
+	      "ALTER TABLE jobs ADD COLUMN deps TEXT NOT NULL DEFAULT '';"
+	      "ALTER TABLE jobs ADD COLUMN array_id INTEGER NOT NULL DEFAULT 0;"
+	      "ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT -1;"
+	      "ALTER TABLE jobs ADD COLUMN array_max_running INTEGER NOT NULL "
+	      "DEFAULT 0;"
+	      "ALTER TABLE jobs ADD COLUMN stop_cause INTEGER NOT NULL DEFAULT 0;"
+	      "CREATE INDEX jobs_end ON jobs(end_ms);"
+	      "PRAGMA user_version = 4;",
 };
 
 _Static_assert(APPLICATION_ID == 1131375724, "schema_sql spells APPLICATION_ID");
-_Static_assert(SCHEMA_VERSION == 3, "schema_sql spells SCHEMA_VERSION");
+_Static_assert(SCHEMA_VERSION == 4, "schema_sql spells SCHEMA_VERSION");
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SCHEMA_VERSION,
 	       "one migration per version below SCHEMA_VERSION");
 
@@ -142,11 +168,12 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == SCHEMA_VERSION,
 	"n_assigned, gpus, sup_pid, sup_start, job_pgid, peak_bytes, util_mean, "     \
 	"util_samples, cancel_requested, exit_code, term_signal, reason, submit_ms, " \
 	"start_ms, end_ms, util_source, graph_gpu_util, graph_sm_activity, "          \
-	"graph_platform, idem_key"
+	"graph_platform, idem_key, time_limit_ms, held, deps, array_id, "             \
+	"array_index, array_max_running, stop_cause"
 #define JOB_PARAMS                                                                     \
 	"?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, " \
 	"?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, "  \
-	"?33, ?34, ?35, ?36, ?37"
+	"?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44"
 
 /* Parameter number in INSERT/UPDATE, and column number in SELECT id, ... */
 enum job_col {
@@ -187,7 +214,14 @@ enum job_col {
 	JC_GRAPH_SM_ACTIVITY,
 	JC_GRAPH_PLATFORM,
 	JC_IDEM_KEY,
-	JC_COUNT_ = JC_IDEM_KEY
+	JC_TIME_LIMIT_MS,
+	JC_HELD,
+	JC_DEPS,
+	JC_ARRAY_ID,
+	JC_ARRAY_INDEX,
+	JC_ARRAY_MAX_RUNNING,
+	JC_STOP_CAUSE,
+	JC_COUNT_ = JC_STOP_CAUSE
 };
 
 enum stmt_id {
@@ -206,6 +240,7 @@ enum stmt_id {
 	ST_PEAK_RECORD,
 	ST_PEAK_LOOKUP,
 	ST_JOB_BY_IDEM,
+	ST_JOB_PRUNE,
 	ST_COUNT_
 };
 
@@ -215,14 +250,21 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES (" JOB_PARAMS ")",
 	[ST_JOB_UPDATE] =
-		"UPDATE jobs SET (" JOB_COLS ") = (" JOB_PARAMS ") WHERE id = ?38",
+		"UPDATE jobs SET (" JOB_COLS ") = (" JOB_PARAMS ") WHERE id = ?45",
 	[ST_JOB_GET] = "SELECT id, " JOB_COLS " FROM jobs WHERE id = ?1",
 	[ST_JOB_BY_IDEM] =
 		"SELECT id, " JOB_COLS " FROM jobs WHERE uid = ?1 AND idem_key = ?2",
 	/* Unbound state parameters are NULL and match nothing. */
 	[ST_JOB_LIST] = "SELECT id, " JOB_COLS " FROM jobs"
 			" WHERE state IN (?1, ?2, ?3, ?4, ?5) AND (?6 < 0 OR uid = ?6)"
+			" AND (?8 IS NULL OR user = ?8)"
+			" AND (?9 IS NULL OR end_ms = 0 OR end_ms >= ?9)"
+			" AND (?10 IS NULL OR name GLOB ?10)"
 			" ORDER BY id LIMIT ?7",
+	/* Final states only (the CHECK in cd_store_job_prune binds them);
+	 * events go with their jobs (ON DELETE CASCADE), peaks stay. */
+	[ST_JOB_PRUNE] = "DELETE FROM jobs WHERE state IN (?1, ?2, ?3) AND end_ms > 0"
+			 " AND end_ms < ?4 RETURNING id",
 	[ST_LAST_ID] = "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'",
 	[ST_EVENT_COUNT] = "SELECT COUNT(DISTINCT job_id) FROM events WHERE kind = ?1",
 	[ST_JOB_COUNTS] =
@@ -819,6 +861,22 @@ static int check_job(struct cd_store *store, const struct cd_job *job,
 				store->path, (unsigned long long)job->id,
 				(int)field_len(job->gpus[i], COLLOC_GPU_UUID_MAX),
 				job->gpus[i]);
+	if (job->n_deps < 0 || job->n_deps > CD_DEPS_MAX)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "%s: job %llu: %d dependencies (at most %d)",
+				       store->path, (unsigned long long)job->id,
+				       job->n_deps, CD_DEPS_MAX);
+	for (int i = 0; i < job->n_deps; i++)
+		if (job->deps[i].id == 0 || job->deps[i].kind < 0 ||
+		    job->deps[i].kind >= COLLOC_DEP_KIND_COUNT)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "%s: job %llu: invalid dependency %d",
+					       store->path, (unsigned long long)job->id,
+					       i);
+	if (job->stop_cause < 0 || job->stop_cause >= CD_STOP_CAUSE_COUNT_)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "%s: job %llu: invalid stop cause %d", store->path,
+				       (unsigned long long)job->id, job->stop_cause);
 	return 0;
 }
 
@@ -869,8 +927,57 @@ static bool split_gpus(sqlite3_stmt *st, int col, struct cd_job *job)
 	return i == job->n_assigned;
 }
 
+/* job's dependencies as "ID:KIND[:met]" joined by commas into buf
+ * (DEPS_TEXT_MAX); check_job() has bounded n_deps. */
+static size_t join_deps(const struct cd_job *job, char *buf)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < job->n_deps; i++) {
+		int w = snprintf(buf + n, DEPS_TEXT_MAX - n, "%s%llu:%s%s", i ? "," : "",
+				 (unsigned long long)job->deps[i].id,
+				 colloc_dep_kind_name(job->deps[i].kind),
+				 job->deps[i].met ? ":met" : "");
+
+		if (w < 0 || (size_t)w >= DEPS_TEXT_MAX - n)
+			break; /* cannot happen: 16 entries of at most 30 bytes */
+		n += (size_t)w;
+	}
+	return n;
+}
+
+/* Column col's dependency text back into job; false when it is not what
+ * join_deps() writes. */
+static bool split_deps(sqlite3_stmt *st, int col, struct cd_job *job)
+{
+	char buf[DEPS_TEXT_MAX];
+	char *save = NULL;
+
+	job->n_deps = 0;
+	if ((size_t)sqlite3_column_bytes(st, col) >= sizeof(buf))
+		return false;
+	copy_col(st, col, buf, sizeof(buf));
+	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		struct cd_dep *dp;
+		size_t len = strlen(e);
+		bool met = len > 4 && strcmp(e + len - 4, ":met") == 0;
+
+		if (job->n_deps == CD_DEPS_MAX)
+			return false;
+		dp = &job->deps[job->n_deps];
+		if (met)
+			e[len - 4] = '\0';
+		if (colloc_dep_parse(e, &dp->id, &dp->kind) != 0)
+			return false;
+		dp->met = met;
+		job->n_deps++;
+	}
+	return true;
+}
+
 static void bind_job(struct binder *b, const struct cd_job *job, const char *gpus,
-		     size_t gpus_len)
+		     size_t gpus_len, const char *deps, size_t deps_len)
 {
 	bind_field(b, JC_NAME, job->name, sizeof(job->name));
 	bind_i64(b, JC_UID, job->uid);
@@ -915,6 +1022,13 @@ static void bind_job(struct binder *b, const struct cd_job *job, const char *gpu
 		bind_field(b, JC_IDEM_KEY, job->idem_key, sizeof(job->idem_key));
 	else if (b->rc == SQLITE_OK)
 		b->rc = sqlite3_bind_null(b->st, JC_IDEM_KEY);
+	bind_i64(b, JC_TIME_LIMIT_MS, job->time_limit_ms);
+	bind_i64(b, JC_HELD, job->held);
+	bind_text(b, JC_DEPS, deps, deps_len);
+	bind_u64(b, JC_ARRAY_ID, job->array_id);
+	bind_i64(b, JC_ARRAY_INDEX, job->array_index);
+	bind_i64(b, JC_ARRAY_MAX_RUNNING, job->array_max_running);
+	bind_i64(b, JC_STOP_CAUSE, job->stop_cause);
 }
 
 /* Fill job (cd_job_init()ed) from the current row of SELECT id, JOB_COLS.
@@ -962,6 +1076,18 @@ static int read_job(struct cd_store *store, sqlite3_stmt *st, struct cd_job *job
 	job->graph_sm_activity = opt_real_col(st, JC_GRAPH_SM_ACTIVITY);
 	copy_col(st, JC_GRAPH_PLATFORM, job->graph_platform, sizeof(job->graph_platform));
 	copy_col(st, JC_IDEM_KEY, job->idem_key, sizeof(job->idem_key));
+	job->time_limit_ms = sqlite3_column_int64(st, JC_TIME_LIMIT_MS);
+	job->held = sqlite3_column_int64(st, JC_HELD) != 0;
+	job->array_id = i64_to_u64(sqlite3_column_int64(st, JC_ARRAY_ID));
+	job->array_index = sqlite3_column_int(st, JC_ARRAY_INDEX);
+	job->array_max_running = sqlite3_column_int(st, JC_ARRAY_MAX_RUNNING);
+	job->stop_cause = sqlite3_column_int(st, JC_STOP_CAUSE);
+	if (job->stop_cause < 0 || job->stop_cause >= CD_STOP_CAUSE_COUNT_)
+		job->stop_cause = CD_STOP_CANCEL; /* stopping it is what was asked */
+	if (!split_deps(st, JC_DEPS, job))
+		return colloc_diag_set(diag, COLLOC_EFORMAT,
+				       "%s: job %llu: unreadable dependency list",
+				       store->path, (unsigned long long)job->id);
 
 	/* Rows are only as trustworthy as the file: never index gpus[] or
 	 * the state names with an unchecked value. */
@@ -991,14 +1117,15 @@ int cd_store_job_insert(struct cd_store *store, struct cd_job *job,
 {
 	sqlite3_stmt *st = stmt_get(store, ST_JOB_INSERT);
 	struct binder b = {st, SQLITE_OK};
-	char gpus[GPUS_TEXT_MAX];
-	size_t gpus_len;
+	char gpus[GPUS_TEXT_MAX], deps[DEPS_TEXT_MAX];
+	size_t gpus_len, deps_len;
 	int rc = check_job(store, job, diag);
 
 	if (rc < 0)
 		return rc;
 	gpus_len = join_gpus(job, gpus);
-	bind_job(&b, job, gpus, gpus_len);
+	deps_len = join_deps(job, deps);
+	bind_job(&b, job, gpus, gpus_len, deps, deps_len);
 	rc = run_plain(store, ST_JOB_INSERT, &b, "inserting a job", diag);
 	if (rc == 0)
 		job->id = i64_to_u64(sqlite3_last_insert_rowid(store->db));
@@ -1010,14 +1137,15 @@ int cd_store_job_update(struct cd_store *store, const struct cd_job *job,
 {
 	sqlite3_stmt *st = stmt_get(store, ST_JOB_UPDATE);
 	struct binder b = {st, SQLITE_OK};
-	char gpus[GPUS_TEXT_MAX];
-	size_t gpus_len;
+	char gpus[GPUS_TEXT_MAX], deps[DEPS_TEXT_MAX];
+	size_t gpus_len, deps_len;
 	int rc = check_job(store, job, diag);
 
 	if (rc < 0)
 		return rc;
 	gpus_len = join_gpus(job, gpus);
-	bind_job(&b, job, gpus, gpus_len);
+	deps_len = join_deps(job, deps);
+	bind_job(&b, job, gpus, gpus_len, deps, deps_len);
 	bind_u64(&b, JC_COUNT_ + 1, job->id);
 	rc = run_plain(store, ST_JOB_UPDATE, &b, "updating a job", diag);
 	if (rc == 0 && sqlite3_changes(store->db) == 0)
@@ -1096,6 +1224,27 @@ int cd_store_job_list(struct cd_store *store, unsigned state_mask, int64_t uid,
 		      size_t limit, struct cd_job **jobs, size_t *n,
 		      struct colloc_diag *diag)
 {
+	struct cd_job_filter f;
+
+	memset(&f, 0, sizeof(f));
+	f.state_mask = state_mask;
+	f.uid = uid;
+	f.limit = limit;
+	return cd_store_job_find(store, &f, jobs, n, diag);
+}
+
+/* A filter string as a text parameter, or NULL (no filter). */
+static void bind_opt_text(struct binder *b, int idx, const char *s, size_t max)
+{
+	if (s)
+		bind_text(b, idx, s, text_len(s, max));
+	else if (b->rc == SQLITE_OK)
+		b->rc = sqlite3_bind_null(b->st, idx);
+}
+
+int cd_store_job_find(struct cd_store *store, const struct cd_job_filter *f,
+		      struct cd_job **jobs, size_t *n, struct colloc_diag *diag)
+{
 	sqlite3_stmt *st = stmt_get(store, ST_JOB_LIST);
 	struct binder b = {st, SQLITE_OK};
 	struct cd_job *arr = NULL;
@@ -1107,11 +1256,17 @@ int cd_store_job_list(struct cd_store *store, unsigned state_mask, int64_t uid,
 	*jobs = NULL;
 	*n = 0;
 	for (int s = 0; s < CD_JOB_STATE_COUNT_; s++)
-		if (state_mask & (1u << s))
+		if (f->state_mask & (1u << s))
 			bind_i64(&b, s + 1, s);
-	bind_i64(&b, 6, uid < 0 ? -1 : uid);
+	bind_i64(&b, 6, f->uid < 0 ? -1 : f->uid);
 	/* LIMIT -1 is SQLite's "no limit". */
-	bind_i64(&b, 7, limit == 0 || limit > INT64_MAX ? -1 : (int64_t)limit);
+	bind_i64(&b, 7, f->limit == 0 || f->limit > INT64_MAX ? -1 : (int64_t)f->limit);
+	bind_opt_text(&b, 8, f->user, CD_USER_MAX - 1);
+	if (f->active_since_ms > 0)
+		bind_i64(&b, 9, f->active_since_ms);
+	else if (b.rc == SQLITE_OK)
+		b.rc = sqlite3_bind_null(st, 9);
+	bind_opt_text(&b, 10, f->name_glob, CD_NAME_MAX - 1);
 	src = b.rc;
 	while (src == SQLITE_OK || src == SQLITE_ROW) {
 		void *p;
@@ -1163,6 +1318,53 @@ int cd_store_last_id(struct cd_store *store, uint64_t *id, struct colloc_diag *d
 		rc = db_fail(store, src, "reading the last job id", diag);
 	stmt_done(st);
 	return rc;
+}
+
+int cd_store_job_prune(struct cd_store *store, int64_t ended_before_ms, uint64_t **ids,
+		       size_t *n, struct colloc_diag *diag)
+{
+	sqlite3_stmt *st = stmt_get(store, ST_JOB_PRUNE);
+	struct binder b = {st, SQLITE_OK};
+	uint64_t *arr = NULL;
+	size_t count = 0, cap = 0;
+	int src, rc = 0;
+
+	*ids = NULL;
+	*n = 0;
+	bind_i64(&b, 1, CD_JOB_DONE);
+	bind_i64(&b, 2, CD_JOB_FAILED);
+	bind_i64(&b, 3, CD_JOB_CANCELLED);
+	bind_i64(&b, 4, ended_before_ms);
+	src = b.rc;
+	/* One statement is one transaction: every row RETURNING names is
+	 * deleted, or none is. */
+	while (src == SQLITE_OK || src == SQLITE_ROW) {
+		void *p;
+
+		src = sqlite3_step(st);
+		if (src != SQLITE_ROW)
+			break;
+		p = grow(arr, &cap, count, sizeof(*arr));
+		if (!p) {
+			/* The deletion still completes; only the ids are lost. */
+			rc = colloc_diag_set(diag, -ENOMEM,
+					     "%s: pruning jobs: out of memory",
+					     store->path);
+			continue;
+		}
+		arr = p;
+		arr[count++] = i64_to_u64(sqlite3_column_int64(st, 0));
+	}
+	if (rc == 0 && src != SQLITE_DONE)
+		rc = db_fail(store, src, "pruning jobs", diag);
+	stmt_done(st);
+	if (rc < 0) {
+		free(arr);
+		return rc;
+	}
+	*ids = arr;
+	*n = count;
+	return 0;
 }
 
 /* --- events ---------------------------------------------------------------- */

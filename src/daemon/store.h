@@ -15,8 +15,10 @@
  * colloc database with COLLOC_EFORMAT. A database of an older version is
  * migrated in place, in one transaction, keeping its jobs, events and
  * peaks (version 1 -> 2 adds the jobs' utilization source and graph
- * prediction: "unknown" and none for the jobs it already holds). Opening
- * never deletes existing rows.
+ * prediction: "unknown" and none for the jobs it already holds; 2 -> 3 the
+ * idempotency key; 3 -> 4 time limits, holds, dependencies and arrays,
+ * "none" for the jobs it holds). Opening never deletes existing rows;
+ * cd_store_job_prune() is the only call that does.
  *
  * Ownership: cd_store_open() returns a handle the caller owns and frees with
  * cd_store_close(). Records read out are caller-owned (struct cd_job with
@@ -81,6 +83,32 @@ int cd_store_job_by_idem(struct cd_store *store, uint32_t uid, const char *key,
 int cd_store_job_list(struct cd_store *store, unsigned state_mask, int64_t uid,
 		      size_t limit, struct cd_job **jobs, size_t *n,
 		      struct colloc_diag *diag);
+
+/* Which jobs cd_store_job_find() returns (zero it, then set what filters). */
+struct cd_job_filter {
+	unsigned state_mask; /* bits 1u << state; 0 matches nothing */
+	int64_t uid; /* < 0: every user's */
+	const char *user; /* NULL: any user name; else exactly this one */
+	const char *name_glob; /* NULL: any; else a shell pattern (SQLite
+				* GLOB: * ? [...], case-sensitive) */
+	int64_t active_since_ms; /* > 0: only jobs that had not ended before
+				  * this wall-clock time (end_ms 0 or >=) */
+	size_t limit; /* 0: all */
+};
+
+/* cd_store_job_list() with every filter of f; the same ownership. */
+int cd_store_job_find(struct cd_store *store, const struct cd_job_filter *f,
+		      struct cd_job **jobs, size_t *n, struct colloc_diag *diag);
+
+/*
+ * Delete the jobs that ended (done, failed, cancelled) before wall-clock
+ * time ended_before_ms, with their events (measured peaks stay: they are
+ * history for later runs). One transaction. *ids gets a new array of the
+ * *n ids deleted (free() it; NULL and 0 when none), so that the caller can
+ * remove their logs.
+ */
+int cd_store_job_prune(struct cd_store *store, int64_t ended_before_ms, uint64_t **ids,
+		       size_t *n, struct colloc_diag *diag);
 
 /* How many jobs are in each state, and how many have had their need
  * raised after an out-of-memory death (mem_source "oom-retry"). One query,

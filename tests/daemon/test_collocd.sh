@@ -347,7 +347,7 @@ EOF
 	check mig-new-id test "$n" = 3
 	check mig-new-source test "$(field "$(c mig show "$n" --json)" util_source)" = default
 	stop mig
-	check mig-version test "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA user_version").fetchone()[0])' "$T/mig.db")" = 3
+	check mig-version test "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA user_version").fetchone()[0])' "$T/mig.db")" = 4
 else
 	echo "skip: schema migration (needs python3 with sqlite3)"
 fi

@@ -86,7 +86,7 @@ static bool cfg_equal(const struct cd_config *a, const struct cd_config *b)
 	       a->oom.exclusive_after == b->oom.exclusive_after &&
 	       a->oom.max_attempts == b->oom.max_attempts &&
 	       a->kill_grace_ms == b->kill_grace_ms && a->reserve_ms == b->reserve_ms &&
-	       strcmp(a->metrics, b->metrics) == 0;
+	       strcmp(a->metrics, b->metrics) == 0 && a->retention_ms == b->retention_ms;
 }
 
 /* cd_config_write() into a malloc'd string; rc in *rc. */
@@ -196,7 +196,7 @@ static void check_user_defaults(const struct user_defaults *u)
 	assert_string_equal(u->xdg.state_dir, "/x/state/collocd");
 	assert_string_equal(u->xdg.db_path, "/x/state/collocd/collocd.db");
 
-	snprintf(want, sizeof(want), "/tmp/collocd-%lu.sock", u->uid);
+	snprintf(want, sizeof(want), "/tmp/colloc-%lu/collocd.sock", u->uid);
 	assert_string_equal(u->home.socket_path, want);
 	assert_string_equal(u->home.state_dir, "/home/u/.local/state/collocd");
 	assert_string_equal(u->home.db_path, "/home/u/.local/state/collocd/collocd.db");
@@ -234,6 +234,7 @@ static void check_fixed_defaults(const struct cd_config *c)
 	assert_int_equal(c->oom.exclusive_after, 2);
 	assert_int_equal(c->oom.max_attempts, 4);
 	assert_int_equal(c->kill_grace_ms, 10000);
+	assert_true(c->retention_ms == 0);
 	assert_int_equal(c->reserve_ms, 60000);
 	assert_string_equal(c->metrics, ""); /* no TCP port unless asked */
 }
@@ -305,7 +306,8 @@ static void test_every_key_valid(void **state)
 		     "oom_max_attempts = 5\n"
 		     "kill_grace = 30s\n"
 		     "reserve = 1.5min\n"
-		     "metrics = 127.0.0.1:9400\n");
+		     "metrics = 127.0.0.1:9400\n"
+		     "retention = 7d\n");
 	assert_string_equal(c.gpus, "sim:4x40GiB");
 	assert_string_equal(c.socket_path, "/run/colloc/s.sock");
 	assert_string_equal(c.db_path, "/srv/collocd/jobs.db");
@@ -327,6 +329,12 @@ static void test_every_key_valid(void **state)
 	assert_int_equal(c.kill_grace_ms, 30000);
 	assert_int_equal(c.reserve_ms, 90000);
 	assert_string_equal(c.metrics, "127.0.0.1:9400");
+	assert_true(c.retention_ms == (int64_t)7 * 86400 * 1000);
+	/* Compound forms, and 0: kept forever. */
+	parse_ok(&c, "retention = 1d12h\n");
+	assert_true(c.retention_ms == (int64_t)36 * 3600 * 1000);
+	parse_ok(&c, "retention = 0\n");
+	assert_true(c.retention_ms == 0);
 }
 
 static void test_value_forms(void **state)
@@ -475,6 +483,8 @@ static void test_every_key_invalid(void **state)
 		{"oom_max_attempts = 99999999999999999999999", COLLOC_EUSAGE,
 		 "oom_max_attempts"},
 		{"kill_grace = 10x", COLLOC_EUSAGE, "kill_grace"},
+		{"retention = 30 days", COLLOC_EUSAGE, "retention"},
+		{"retention = 1d-2h", COLLOC_EUSAGE, "retention"},
 		{"reserve = 1e3s", COLLOC_EUSAGE, "reserve"},
 		{"gpus = a\tb", COLLOC_EUSAGE, "gpus: control character 0x09"},
 		{"metrics = 9400", COLLOC_EUSAGE, "metrics: '9400' is not HOST:PORT"},
@@ -877,6 +887,7 @@ static void test_write_round_trip(void **state)
 	assert_non_null(strstr(text, "\noom_exclusive_after = 2\n"));
 	assert_non_null(strstr(text, "\noom_max_attempts = 4\n"));
 	assert_non_null(strstr(text, "\nkill_grace = 10s\n"));
+	assert_non_null(strstr(text, "\nretention = 0ms\n"));
 	assert_non_null(strstr(text, "\nreserve = 1min\n"));
 	assert_non_null(strstr(text, "\nmetrics = \"\"\n"));
 	assert_non_null(strstr(text, "\nsocket = "));

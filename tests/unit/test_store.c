@@ -175,6 +175,18 @@ static void full_job(struct cd_job *job)
 	job->submit_ms = 1700000000123;
 	job->start_ms = 1700000001456;
 	job->end_ms = -1;
+	job->stop_cause = CD_STOP_TIME_LIMIT;
+	job->time_limit_ms = CD_TIME_LIMIT_MAX_MS;
+	job->held = true;
+	job->n_deps = CD_DEPS_MAX;
+	for (int i = 0; i < CD_DEPS_MAX; i++) {
+		job->deps[i].id = ((uint64_t)1 << 53) - (uint64_t)i;
+		job->deps[i].kind = i % 2 ? COLLOC_DEP_ANY : COLLOC_DEP_OK;
+		job->deps[i].met = i % 3 == 0;
+	}
+	job->array_id = 41;
+	job->array_index = 999999;
+	job->array_max_running = 1000;
 }
 
 static void assert_job_equal(const struct cd_job *a, const struct cd_job *b)
@@ -217,6 +229,18 @@ static void assert_job_equal(const struct cd_job *a, const struct cd_job *b)
 	assert_true(a->submit_ms == b->submit_ms);
 	assert_true(a->start_ms == b->start_ms);
 	assert_true(a->end_ms == b->end_ms);
+	assert_int_equal(a->stop_cause, b->stop_cause);
+	assert_true(a->time_limit_ms == b->time_limit_ms);
+	assert_int_equal(a->held, b->held);
+	assert_int_equal(a->n_deps, b->n_deps);
+	for (int i = 0; i < a->n_deps; i++) {
+		assert_true(a->deps[i].id == b->deps[i].id);
+		assert_int_equal(a->deps[i].kind, b->deps[i].kind);
+		assert_int_equal(a->deps[i].met, b->deps[i].met);
+	}
+	assert_true(a->array_id == b->array_id);
+	assert_int_equal(a->array_index, b->array_index);
+	assert_int_equal(a->array_max_running, b->array_max_running);
 }
 
 /* Insert a plain job with the given state and uid; returns its id. */
@@ -895,7 +919,7 @@ static void test_file_settings(void **state)
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-	assert_int_equal(sqlite3_column_int(st, 1), 3);
+	assert_int_equal(sqlite3_column_int(st, 1), 4);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
@@ -908,14 +932,14 @@ static void test_newer_version_refused(void **state)
 
 	add_job(store, CD_JOB_QUEUED, 1);
 	cd_store_close(store);
-	raw_exec(f->db, "PRAGMA user_version = 4");
+	raw_exec(f->db, "PRAGMA user_version = 5");
 	store = (struct cd_store *)1;
 	assert_int_equal(cd_store_open(f->db, &store, &diag), COLLOC_EUNSUPPORTED);
 	assert_null(store);
 	assert_non_null(strstr(diag.msg, f->db));
-	assert_non_null(strstr(diag.msg, "version 4"));
-	/* Refusing left the file alone: back to version 3, it opens. */
-	raw_exec(f->db, "PRAGMA user_version = 3");
+	assert_non_null(strstr(diag.msg, "version 5"));
+	/* Refusing left the file alone: back to version 4, it opens. */
+	raw_exec(f->db, "PRAGMA user_version = 4");
 	store = open_ok(f->db);
 	assert_true(add_job(store, CD_JOB_QUEUED, 1) == 2);
 	cd_store_close(store);
@@ -1190,7 +1214,7 @@ static void test_migrate_v1(void **state)
 	raw_exec(f->db, schema_v1);
 	raw_exec(f->db, rows_v1);
 	store = open_ok(f->db);
-	assert_int_equal(user_version(f->db), 3);
+	assert_int_equal(user_version(f->db), 4);
 
 	/* The jobs are kept, with the new fields "not recorded". */
 	assert_int_equal(cd_store_job_get(store, 1, &got, &diag), 0);
@@ -1204,6 +1228,10 @@ static void test_migrate_v1(void **state)
 	assert_string_equal(got.util_source, "unknown");
 	assert_true(got.graph_gpu_util < 0 && got.graph_sm_activity < 0);
 	assert_string_equal(got.graph_platform, "");
+	/* Version 4's fields: no limit, not held, no dependencies or array. */
+	assert_true(got.time_limit_ms == 0 && !got.held && got.n_deps == 0);
+	assert_true(got.array_id == 0 && got.array_index == -1 &&
+		    got.array_max_running == 0 && got.stop_cause == CD_STOP_CANCEL);
 	cd_job_fini(&got);
 	assert_int_equal(cd_store_job_get(store, 2, &got, &diag), 0);
 	assert_string_equal(got.name, "old-queued");
@@ -1249,7 +1277,7 @@ static void test_migrate_v1(void **state)
 	cd_job_fini(&got);
 	cd_job_fini(&job);
 	cd_store_close(store);
-	assert_int_equal(user_version(f->db), 3);
+	assert_int_equal(user_version(f->db), 4);
 }
 
 /* A migration that fails leaves the file as it was: version 1, rows and
@@ -1275,7 +1303,147 @@ static void test_migrate_failure_leaves_file(void **state)
 					  " WHERE name = 'util_source'"),
 			 0);
 	store = open_ok(f->db);
-	assert_int_equal(user_version(f->db), 3);
+	assert_int_equal(user_version(f->db), 4);
+	cd_store_close(store);
+}
+
+/* A version-3 database (idempotency keys, before issue 16's job features)
+ * is migrated to 4: its rows kept, the new columns "none". */
+static void test_migrate_v3(void **state)
+{
+	struct fixture *f = *state;
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(f->db);
+	struct cd_job job, got;
+	uint64_t id;
+
+	full_job(&job);
+	job.state = CD_JOB_DONE;
+	job.n_deps = 0;
+	job.held = false;
+	job.time_limit_ms = 0;
+	job.array_id = 0;
+	job.array_index = -1;
+	job.array_max_running = 0;
+	job.stop_cause = CD_STOP_CANCEL;
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	id = job.id;
+	cd_store_close(store);
+	/* Back to version 3's shape: without the columns version 4 adds. */
+	raw_exec(f->db, "DROP INDEX jobs_end;"
+			"ALTER TABLE jobs DROP COLUMN time_limit_ms;"
+			"ALTER TABLE jobs DROP COLUMN held;"
+			"ALTER TABLE jobs DROP COLUMN deps;"
+			"ALTER TABLE jobs DROP COLUMN array_id;"
+			"ALTER TABLE jobs DROP COLUMN array_index;"
+			"ALTER TABLE jobs DROP COLUMN array_max_running;"
+			"ALTER TABLE jobs DROP COLUMN stop_cause;"
+			"PRAGMA user_version = 3;");
+	store = open_ok(f->db);
+	assert_int_equal(user_version(f->db), 4);
+	assert_int_equal(cd_store_job_get(store, id, &got, &diag), 0);
+	assert_job_equal(&job, &got);
+	cd_job_fini(&got);
+	cd_job_fini(&job);
+	/* And it takes the new fields. */
+	full_job(&job);
+	assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+	assert_int_equal(cd_store_job_get(store, job.id, &got, &diag), 0);
+	assert_job_equal(&job, &got);
+	cd_job_fini(&got);
+	cd_job_fini(&job);
+	cd_store_close(store);
+}
+
+/* Filters of cd_store_job_find(), and the retention sweep's deletion. */
+static void test_find_and_prune(void **state)
+{
+	struct colloc_diag diag = {{0}};
+	struct cd_store *store = open_ok(":memory:");
+	struct cd_job_filter flt;
+	struct cd_job job, *jobs = NULL;
+	struct cd_event *ev = NULL;
+	uint64_t *ids = NULL, peak = 0;
+	double util = 0;
+	size_t n = 0, n_ev = 0;
+	static const struct {
+		const char *name, *user;
+		int state;
+		int64_t end_ms;
+	} rows[] = {
+		{"train-a", "ada", CD_JOB_DONE, 1000},
+		{"train-b", "bob", CD_JOB_FAILED, 5000},
+		{"eval", "ada", CD_JOB_CANCELLED, 9000},
+		{"train-c", "ada", CD_JOB_QUEUED, 0},
+		{"train-d", "bob", CD_JOB_RUNNING, 0},
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+		cd_job_init(&job);
+		snprintf(job.name, sizeof(job.name), "%s", rows[k].name);
+		snprintf(job.user, sizeof(job.user), "%s", rows[k].user);
+		snprintf(job.key, sizeof(job.key), "aaaaaaaaaaaaaaaa");
+		job.uid = rows[k].user[0] == 'a' ? 1000 : 1001;
+		job.state = rows[k].state;
+		job.end_ms = rows[k].end_ms;
+		assert_int_equal(cd_store_job_insert(store, &job, &diag), 0);
+		assert_int_equal(
+			cd_store_event_add(store, job.id, 1, "submit", "x", &diag), 0);
+		cd_job_fini(&job);
+	}
+	assert_int_equal(
+		cd_store_peak_record(store, "aaaaaaaaaaaaaaaa", 1, 4096, 0.5, 1, &diag),
+		0);
+	memset(&flt, 0, sizeof(flt));
+	flt.state_mask = ~0u;
+	flt.uid = -1;
+	flt.name_glob = "train-*";
+	flt.user = "ada";
+	assert_int_equal(cd_store_job_find(store, &flt, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(jobs[0].name, "train-a");
+	assert_string_equal(jobs[1].name, "train-c");
+	for (size_t k = 0; k < n; k++)
+		cd_job_fini(&jobs[k]);
+	free(jobs);
+	/* Not ended before 5000: the failed one at 5000, the cancelled one
+	 * and those that have not ended. */
+	memset(&flt, 0, sizeof(flt));
+	flt.state_mask = ~0u;
+	flt.uid = -1;
+	flt.active_since_ms = 5000;
+	assert_int_equal(cd_store_job_find(store, &flt, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 4);
+	assert_true(jobs[0].id == 2 && jobs[3].id == 5);
+	for (size_t k = 0; k < n; k++)
+		cd_job_fini(&jobs[k]);
+	free(jobs);
+	/* The user filter is exact, not a pattern. */
+	flt.active_since_ms = 0;
+	flt.user = "a*";
+	assert_int_equal(cd_store_job_find(store, &flt, &jobs, &n, &diag), 0);
+	assert_int_equal(n, 0);
+	assert_null(jobs);
+
+	/* Finished jobs that ended before 6000 go, with their events; the
+	 * queued and running ones and the peaks stay. */
+	assert_int_equal(cd_store_job_prune(store, 6000, &ids, &n, &diag), 0);
+	assert_int_equal(n, 2);
+	assert_true(ids[0] + ids[1] == 3);
+	free(ids);
+	assert_int_equal(cd_store_job_get(store, 1, &job, &diag), COLLOC_ENOTFOUND);
+	assert_int_equal(cd_store_event_list(store, 1, &ev, &n_ev, &diag), 0);
+	assert_int_equal(n_ev, 0);
+	free(ev);
+	assert_int_equal(cd_store_job_get(store, 4, &job, &diag), 0);
+	cd_job_fini(&job);
+	assert_int_equal(
+		cd_store_peak_lookup(store, "aaaaaaaaaaaaaaaa", &peak, &util, &diag), 0);
+	assert_true(peak == 4096);
+	assert_int_equal(cd_store_job_prune(store, 6000, &ids, &n, &diag), 0);
+	assert_int_equal(n, 0);
+	assert_null(ids);
 	cd_store_close(store);
 }
 
@@ -1361,6 +1529,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_failure_leaves_file, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
+		cmocka_unit_test(test_find_and_prune),
 		cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_version_refused, setup,
