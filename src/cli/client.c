@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -414,11 +415,39 @@ int cli_client_result(const struct cli_client *c, int rc, const struct cli_respo
 	return CLI_ERROR;
 }
 
+int cli_client_set_idempotency(struct cli_client *c, const char *key, int retries)
+{
+	char line[128];
+	struct curl_slist *h;
+
+	snprintf(line, sizeof(line), "Idempotency-Key: %s", key);
+	h = curl_slist_append(c->headers, line);
+	if (!h)
+		return CLI_CLIENT_ENOMEM;
+	c->headers = h;
+	c->retries = retries > 0 ? retries : 0;
+	return 0;
+}
+
 int cli_client_call(struct cli_client *c, const char *method, const char *path,
 		    const char *body, struct cli_response *r, const char *what)
 {
-	return cli_client_result(c, cli_client_request(c, method, path, body, r), r,
-				 what);
+	int rc = cli_client_request(c, method, path, body, r);
+	long pause_ms = 250;
+
+	/* Only what carries an idempotency key is safe to send twice. */
+	/* No answer, or a socket nobody listens on yet (collocd restarting);
+	 * not a socket that is not there at all. */
+	for (int k = 0; k < c->retries && (rc == CLI_CLIENT_ETRANSPORT ||
+					   (rc == CLI_CLIENT_ECONNECT &&
+					    access(c->socket_path, F_OK) == 0));
+	     k++, pause_ms *= 2) {
+		struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
+		rc = cli_client_request(c, method, path, body, r);
+	}
+	return cli_client_result(c, rc, r, what);
 }
 
 int cli_url_escape(const char *s, char *buf, size_t len)

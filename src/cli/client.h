@@ -55,6 +55,8 @@ struct cli_client {
 	 * as this user or as root is spoken to (SO_PEERCRED). */
 	char peer_err[256]; /* why the peer was refused, "" if it was not */
 	int fd; /* the request's socket (curl owns it), -1 before */
+	int retries; /* requests with an Idempotency-Key: how often a request
+		      * that got no answer is sent again (0: never) */
 };
 
 struct cli_response {
@@ -94,6 +96,15 @@ int cli_client_init(struct cli_client *c, const char *socket_path);
  * accepts but never answers cannot freeze the screen. 0 restores the
  * default. */
 void cli_client_set_timeout(struct cli_client *c, long timeout_ms);
+
+/*
+ * Send "Idempotency-Key: KEY" with every request of c from now on, and
+ * retry a request that got no answer (collocd restarting, a connection
+ * cut after the job was committed) up to retries times, 0.25 s, 0.5 s, 1 s
+ * ... apart: the key makes the retry find the job the first try made
+ * instead of queueing it twice (docs/api.md). 0, or CLI_CLIENT_ENOMEM.
+ */
+int cli_client_set_idempotency(struct cli_client *c, const char *key, int retries);
 
 /* Release the client; a zeroed client is fine. */
 void cli_client_fini(struct cli_client *c);

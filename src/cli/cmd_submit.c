@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -702,6 +703,21 @@ static int print_submitted(const cJSON *job, void *ctx)
 	return CLI_OK;
 }
 
+/* A fresh idempotency key, "colloc-" and 32 random hex digits; 0, or -1
+ * when the system gives no randomness (the submit then goes without). */
+static int submit_key(char *buf, size_t len)
+{
+	unsigned char r[16];
+	size_t off;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r) || len < 8 + 2 * sizeof(r))
+		return -1;
+	off = (size_t)snprintf(buf, len, "colloc-");
+	for (size_t k = 0; k < sizeof(r); k++)
+		off += (size_t)snprintf(buf + off, len - off, "%02x", r[k]);
+	return 0;
+}
+
 int cmd_submit(int argc, char **argv)
 {
 	struct submit_args a;
@@ -710,7 +726,7 @@ int cmd_submit(int argc, char **argv)
 				     false,  print_submitted, NULL};
 	struct util_graph ug = {0};
 	struct colloc_model *g = NULL;
-	char model[CLI_MODEL_TEXT_MAX];
+	char model[CLI_MODEL_TEXT_MAX], key[64];
 	char *body;
 	int rc;
 
@@ -745,6 +761,14 @@ int cmd_submit(int argc, char **argv)
 	}
 	call.body = body;
 	call.json = a.json;
+	/* A submit is retried when it gets no answer: the key makes the retry
+	 * find the job a lost answer was about, not queue it again. */
+	if (submit_key(key, sizeof(key)) == 0 && cli_client_set_idempotency(&c, key, 4)) {
+		free(body);
+		cli_client_fini(&c);
+		cli_error("submit: out of memory");
+		return CLI_ERROR;
+	}
 	rc = cli_jobs_call_on(&c, &call);
 	free(body);
 	cli_client_fini(&c);

@@ -7,8 +7,9 @@
  * must not tear apart. Compiled in only with -DCOLLOC_FAULT_INJECTION=ON
  * (the asan preset, what the test suite builds); otherwise every point is
  * an empty inline function. The points: "launch-before-fork" (the launch is
- * committed, no supervisor yet) and "launch-after-fork" (the supervisor
- * runs the job, its pid is not committed).
+ * committed, no supervisor yet), "launch-after-fork" (the supervisor runs
+ * the job, its pid is not committed) and "submit-after-commit" (a submit is
+ * committed, its answer not sent).
  */
 #ifndef COLLOC_DAEMON_FAULT_H
 #define COLLOC_DAEMON_FAULT_H

@@ -15,6 +15,7 @@
 #include "colloc/jobs.h"
 #include "colloc/units.h"
 #include "daemon/daemon_int.h"
+#include "daemon/fault.h"
 #include "daemon/launcher.h"
 
 bool cd_daemon_may_use(const struct cd_daemon *d, const struct cd_peer *peer)
@@ -241,6 +242,7 @@ static int commit_new(struct cd_daemon *d, const struct cd_submit *req,
 	if (!req->array) {
 		if ((rc = cd_store_job_insert(d->store, job, diag)))
 			return rc;
+		cd_fault_point("submit-after-commit");
 		if (cd__active_add(d, job, d->now.mono_ms))
 			cd__logf(d,
 				 "job %llu: out of memory queueing it; it runs after a "

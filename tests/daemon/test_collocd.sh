@@ -274,6 +274,32 @@ else
 	echo "SKIP full-state-dir: needs root and a tmpfs mount"
 fi
 
+# --- F3. collocd dies after committing a submit and before answering it: the
+# CLI sends the submit again with its Idempotency-Key once collocd is back, and
+# gets the job the first try made; nothing is queued twice ---------------------
+export COLLOC_FAULT=submit-after-commit
+start retry 1x8GiB || exit 1
+unset COLLOC_FAULT
+rpid=$(cat "$T/retry.pid")
+c retry submit --mem 1GiB -- true >"$T/retry.out" 2>&1 &
+spid=$!
+k=0
+while kill -0 "$rpid" 2>/dev/null && [ $k -lt 100 ]; do
+	sleep 0.1
+	k=$((k + 1))
+done
+if kill -0 "$rpid" 2>/dev/null; then
+	echo "SKIP submit-retry: collocd has no crash points (not a test build)"
+	wait "$spid"
+else
+	wait "$rpid" 2>/dev/null
+	start retry 1x8GiB || exit 1
+	wait "$spid"
+	check retry-answered grep -qx 'submitted job 1' "$T/retry.out"
+	check retry-one-job test "$(c retry queue --json --all | grep -o '"id"' | wc -l)" = 1
+fi
+stop retry
+
 # --- G. sharing = mps: one MPS control daemon per GPU (a fake that records
 # its calls), each job an MPS client with its own SM share and memory limit ---
 fake_mps="$(cd "$(dirname "$0")/.." && pwd)/fake/fake-mps-control"
