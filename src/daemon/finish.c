@@ -89,6 +89,16 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 	job->sup_start = 0;
 	job->job_pgid = 0;
 	job->end_ms = d->now.wall_ms;
+	if (rc && job->sup_pid > 0) {
+		/* Its leftovers would keep GPU memory under no job. */
+		int n = cd_session_kill(job->sup_pid);
+
+		if (n > 0)
+			cd__event(
+				d, job->id, "leftovers",
+				"killed %d process(es) left in its supervisor's session",
+				n);
+	}
 	if (rc) {
 		job->state = CD_JOB_FAILED;
 		snprintf(job->reason, sizeof(job->reason),

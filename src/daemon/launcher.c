@@ -282,6 +282,30 @@ int64_t cd_process_session(int64_t pid)
 	return sid < 0 ? -1 : (int64_t)sid;
 }
 
+int cd_session_kill(int64_t sid)
+{
+	DIR *dir;
+	const struct dirent *e;
+	int n = 0;
+
+	if (sid <= 1 || sid > INT32_MAX)
+		return 0;
+	dir = opendir("/proc");
+	if (!dir)
+		return -errno;
+	while ((e = readdir(dir))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end != '\0' || pid <= 1 || pid == (long)getpid())
+			continue;
+		if (getsid((pid_t)pid) == (pid_t)sid && kill((pid_t)pid, SIGKILL) == 0)
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
 /* ---- the status file ---------------------------------------------------------- */
 
 static const char *const kind_names[] = {

@@ -157,4 +157,13 @@ int cd_supervisor_cancel(int64_t pid, uint64_t start_ticks, struct colloc_diag *
  * supervisor's session, so this maps a GPU process to its job. */
 int64_t cd_process_session(int64_t pid);
 
+/*
+ * SIGKILL every process left in session sid, the session of a supervisor
+ * that died without recording its job's end: the job itself dies with its
+ * supervisor (PR_SET_PDEATHSIG), what it started in the background does
+ * not. Returns how many were killed, or a negated errno. Only for a
+ * supervisor's session (sid = its pid); 0 and 1 are refused.
+ */
+int cd_session_kill(int64_t sid);
+
 #endif

@@ -538,6 +538,43 @@ static void test_supervisor_killed(void **state)
 	assert_true(wait_dead(res.job_pgid));
 }
 
+/* What a job started in the background outlives a supervisor killed by
+ * SIGKILL (it is not the supervisor's child); cd_session_kill() finds it by
+ * its session and ends it. */
+static void test_session_leftovers(void **state)
+{
+	const struct fixture *f = *state;
+	static const char *const argv[] = {"sh", "-c",
+					   "sleep 60 & echo $! > \"$PIDF\"; wait", NULL};
+	char envf[300], pidf[256];
+	const char *env[] = {"PATH=/usr/bin:/bin", envf, NULL};
+	struct cd_launch_spec s;
+	struct cd_launch_result res;
+	char *text = NULL;
+	long bg = 0;
+	int64_t deadline;
+
+	snprintf(pidf, sizeof(pidf), "%s/bg.pid", f->dir);
+	snprintf(envf, sizeof(envf), "PIDF=%s", pidf);
+	spec_init(f, &s, argv, env);
+	launch_ok(&s, &res);
+	deadline = now_ms() + WAIT_MS;
+	while (!(text = test_slurp(pidf, 64)) && now_ms() < deadline)
+		nap_ms(5);
+	assert_non_null(text);
+	bg = strtol(text, NULL, 10);
+	free(text);
+	assert_true(bg > 1);
+	assert_int_equal(kill((pid_t)res.sup_pid, SIGKILL), 0);
+	assert_int_equal(waitpid((pid_t)res.sup_pid, NULL, 0), (pid_t)res.sup_pid);
+	assert_true(wait_dead(res.job_pgid));
+	assert_true(cd_supervisor_alive(bg, cd_process_start_ticks(bg)));
+	assert_true(cd_session_kill(res.sup_pid) >= 1);
+	assert_true(wait_dead(bg));
+	assert_int_equal(cd_session_kill(0), 0);
+	assert_int_equal(cd_session_kill(1), 0);
+}
+
 static void test_cancel_needs_kill(void **state)
 {
 	const struct fixture *f = *state;
@@ -1082,6 +1119,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_signal_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_supervisor_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_leftovers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_needs_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_reaped, setup, teardown),
