@@ -763,10 +763,7 @@ int cmd_submit(int argc, char **argv)
 	call.json = a.json;
 	/* A submit is retried when it gets no answer: the key makes the retry
 	 * find the job a lost answer was about, not queue it again. */
-	/* (Not for --array yet: keyed arrays stall in cli_job_features; the
-	 * cause is open, see the session note.) */
-	if (!a.array && submit_key(key, sizeof(key)) == 0 &&
-	    cli_client_set_idempotency(&c, key, 4)) {
+	if (submit_key(key, sizeof(key)) == 0 && cli_client_set_idempotency(&c, key, 4)) {
 		free(body);
 		cli_client_fini(&c);
 		cli_error("submit: out of memory");

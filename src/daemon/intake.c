@@ -263,10 +263,14 @@ static int commit_new(struct cd_daemon *d, const struct cd_submit *req,
 		if (rc)
 			cd_store_rollback(d->store);
 	}
-	/* The elements differ from the first in id and index only. */
+	/* The elements differ from the first in id and index, and only the
+	 * first holds the idempotency key (the store's copy of the others has
+	 * none: a journal write of theirs must not claim the first's key). */
 	for (int k = 0; rc == 0 && k < n; k++) {
 		job->id = ids[k];
 		job->array_index = req->array_first + k;
+		if (k == 1)
+			job->idem_key[0] = '\0';
 		if (cd__active_add(d, job, d->now.mono_ms))
 			cd__logf(d,
 				 "job %llu: out of memory queueing it; it runs after a "
@@ -276,6 +280,7 @@ static int commit_new(struct cd_daemon *d, const struct cd_submit *req,
 	if (rc == 0) {
 		job->id = ids[0];
 		job->array_index = req->array_first;
+		snprintf(job->idem_key, sizeof(job->idem_key), "%s", req->idem_key);
 	}
 	if (rc == 0)
 		cd__logf(d, "jobs %llu..%llu: submitted as array %d-%d",

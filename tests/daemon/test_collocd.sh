@@ -126,6 +126,20 @@ check api-key-retry test "$(keyed)" = 200
 check api-key-same-job test "$(field "$(cat "$T/api.out")" id)" = "$first"
 after=$(c basic queue --json | grep -o '"id"' | wc -l)
 check api-key-one-job test "$after" = $((before + 1))
+# A keyed array: its retry answers the same elements, and every element runs
+# (only the first holds the key; an element's state change must save).
+keyed_array() {
+	curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$T/basic.sock" -X POST \
+		-H 'Idempotency-Key: arr-7' -H 'Content-Type: application/json' \
+		--data-binary '{"argv":["true"],"env":[],"cwd":"/","mem_bytes":1073741824,"array":{"first":0,"last":2}}' \
+		http://localhost/v1/jobs
+}
+check api-key-array-first test "$(keyed_array)" = 201
+arr_first=$(cat "$T/api.out")
+check api-key-array-retry test "$(keyed_array)" = 200
+check api-key-array-same grep -qF "$(echo "$arr_first" | grep -o '"array_jobs":[^]]*]')" "$T/api.out"
+arr=$(field "$arr_first" id)
+check api-key-array-runs c basic wait "$arr" "$((arr + 1))" "$((arr + 2))" --timeout 20s
 stop basic
 
 # --- C. sharing: jobs share a GPU when memory allows, never when not ----------
