@@ -63,14 +63,16 @@ enum colloc_mem_source {
 	COLLOC_MEM_HISTORY, /* the measured peak of an earlier run */
 	COLLOC_MEM_DEFAULT, /* collocd's default_mem */
 	COLLOC_MEM_OOM_RETRY, /* raised after an out-of-memory death */
+	COLLOC_MEM_OVERUSE, /* raised to what it was measured to use while
+			     * sharing a GPU, after collocd stopped it */
 	COLLOC_MEM_SOURCE_COUNT
 };
 
 /* The longest memory source name, with its NUL ("oom-retry"). */
 #define COLLOC_MEM_SOURCE_NAME_MAX 10
 
-/* "request", "estimate", "history", "default", "oom-retry"; "unknown" for a
- * value out of range. */
+/* "request", "estimate", "history", "default", "oom-retry", "overuse";
+ * "unknown" for a value out of range. */
 const char *colloc_mem_source_name(int source);
 int colloc_mem_source_parse(const char *name); /* -1 when unknown or NULL */
 

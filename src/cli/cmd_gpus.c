@@ -28,7 +28,10 @@ static const char gpus_usage[] =
 	"When collocd answers on its socket, this is collocd's view: a RESERVED\n"
 	"column (memory held back for jobs that started but have not reached their\n"
 	"need yet) and the ids of the jobs on each GPU (other users' jobs count in\n"
-	"memory but their ids are shown only to administrators). Otherwise, or\n"
+	"memory but their ids are shown only to administrators). Processes on a\n"
+	"GPU that belong to no job collocd runs (a job's leftovers, work started\n"
+	"outside collocd) follow the jobs as \"+N not collocd's (SIZE): pid ...\"\n"
+	"(pids for administrators); their memory counts as used. Otherwise, or\n"
 	"with --gpus, it reads the backend directly and lists the processes\n"
 	"holding memory (pid:memory).\n"
 	"\n"
@@ -53,6 +56,31 @@ static const char *jbytes(const cJSON *o, const char *key, char *buf, size_t len
 	if (!cli_jnum(o, key, &d) || d < 0 || d >= 18446744073709551616.0)
 		return "-";
 	return colloc_format_bytes((uint64_t)d, buf, len);
+}
+
+/* A GPU's processes of no job, after its jobs: "  +2 not collocd's
+ * (3.00 GiB): pid 41 (2.00 GiB), pid 42 (1.00 GiB)"; nothing when none. */
+static void print_unowned(const cJSON *u)
+{
+	const cJSON *list = u ? cli_jarray(u, "list") : NULL, *p;
+	char b[32];
+	double n;
+	bool first = true;
+
+	if (!u || !cli_jnum(u, "processes", &n) || n < 1 || n > 1e9)
+		return;
+	printf("  +%.0f not collocd's (%s)", n,
+	       jbytes(u, "mem_used_bytes", b, sizeof(b)));
+	cJSON_ArrayForEach(p, list)
+	{
+		double pid;
+
+		if (!cli_jnum(p, "pid", &pid) || pid < 0 || pid > 1e12)
+			continue;
+		printf("%s pid %.0f (%s)", first ? ":" : ",", pid,
+		       jbytes(p, "mem_used_bytes", b, sizeof(b)));
+		first = false;
+	}
 }
 
 /* collocd's GET /v1/gpus as a table; missing fields print as "-". */
@@ -99,6 +127,7 @@ static void print_daemon_gpus(const cJSON *root)
 		}
 		if (first)
 			putchar('-');
+		print_unowned(cli_jobject(g, "unowned"));
 		putchar('\n');
 	}
 }

@@ -18,7 +18,7 @@ static const char show_usage[] =
 	"\n"
 	"Everything collocd knows about job JOB: state and how it ended, what it\n"
 	"asked for and where the memory figure came from (request, estimate,\n"
-	"history, default, oom-retry) and the utilization figure (request,\n"
+	"history, default, oom-retry, overuse) and the utilization figure (request,\n"
 	"history, graph (PLATFORM), default), the graph's utilization prediction,\n"
 	"the GPUs it ran on, measured peak memory and utilization, its command,\n"
 	"directory, environment variable names and its events (start, OOM\n"

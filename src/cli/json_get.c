@@ -20,6 +20,13 @@ const cJSON *cli_jarray(const cJSON *o, const char *key)
 	return cJSON_IsArray(v) ? v : NULL;
 }
 
+const cJSON *cli_jobject(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
 bool cli_jnum(const cJSON *o, const char *key, double *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);

@@ -23,6 +23,9 @@ const char *cli_jstr(const struct cJSON *o, const char *key);
  * would walk an object's members). */
 const struct cJSON *cli_jarray(const struct cJSON *o, const char *key);
 
+/* The object under key, or NULL (never another type). */
+const struct cJSON *cli_jobject(const struct cJSON *o, const char *key);
+
 /* The finite number under key into *out; false (out untouched) otherwise. */
 bool cli_jnum(const struct cJSON *o, const char *key, double *out);
 

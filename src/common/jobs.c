@@ -30,6 +30,7 @@ static const struct {
 	[COLLOC_MEM_HISTORY] = {"history", false},
 	[COLLOC_MEM_DEFAULT] = {"default", false},
 	[COLLOC_MEM_OOM_RETRY] = {"oom-retry", false},
+	[COLLOC_MEM_OVERUSE] = {"overuse", false},
 };
 
 static const char *const util_sources[COLLOC_UTIL_SOURCE_COUNT] = {

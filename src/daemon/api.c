@@ -77,6 +77,8 @@ static const char *status_code_name(int status)
 		return "conflict";
 	case 413:
 		return "too_large";
+	case 429:
+		return "too_many_jobs";
 	case 503:
 		return "unavailable";
 	default:
@@ -116,6 +118,8 @@ static int status_of(int rc)
 		return 400;
 	case COLLOC_ELIMIT:
 		return 413;
+	case CD_EQUOTA:
+		return 429;
 	default:
 		return 500;
 	}
@@ -1305,6 +1309,32 @@ static void add_ratio(cJSON *o, const char *key, double v)
 		cJSON_AddNullToObject(o, key);
 }
 
+/* GPU g's processes of no job: their count and memory for everyone (they
+ * are part of what the GPU has in use); their pids for admins only. */
+static void add_unowned(struct cd_daemon *d, unsigned g, bool admin, cJSON *x)
+{
+	struct colloc_gpu_process ps[CD_UNOWNED_MAX];
+	size_t n = 0;
+	uint64_t bytes = 0;
+	cJSON *u = cJSON_AddObjectToObject(x, "unowned");
+	cJSON *arr;
+
+	if (!u || cd_daemon_gpu_unowned(d, g, ps, &n, &bytes))
+		return;
+	cJSON_AddNumberToObject(u, "processes", (double)n);
+	cJSON_AddNumberToObject(u, "mem_used_bytes", (double)bytes);
+	if (!admin)
+		return;
+	arr = cJSON_AddArrayToObject(u, "list");
+	for (size_t k = 0; arr && k < n && k < CD_UNOWNED_MAX; k++) {
+		cJSON *p = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(p, "pid", (double)ps[k].pid);
+		cJSON_AddNumberToObject(p, "mem_used_bytes", (double)ps[k].used_bytes);
+		cJSON_AddItemToArray(arr, p);
+	}
+}
+
 static void handle_gpus(struct cd_daemon *d, const struct cd_peer *peer,
 			struct cd_api_response *r)
 {
@@ -1379,6 +1409,7 @@ static void handle_gpus(struct cd_daemon *d, const struct cd_peer *peer,
 						     cJSON_CreateNumber((double)ids[k]));
 			cd_job_fini(&job);
 		}
+		add_unowned(d, g, admin, x);
 		cJSON_AddItemToArray(arr, x);
 	}
 	set_json(r, 200, o);

@@ -30,6 +30,7 @@
 #define CONFIG_FILE_MAX ((size_t)64 << 10)
 #define CONFIG_LINE_MAX 1024
 #define COUNT_MAX 1000 /* oom_exclusive_after, oom_max_attempts */
+#define LIMIT_MAX 1000000000 /* user_max_queued */
 #define FACTOR_MAX 1000.0 /* oom_growth, oom_peak_margin */
 #define UTIL_BOUND_MAX 100.0
 #define WHY_MAX 256
@@ -44,6 +45,7 @@ enum kind {
 	KIND_FRACTION, /* double, 0..max, "50%" allowed */
 	KIND_FACTOR, /* double, 1..FACTOR_MAX */
 	KIND_COUNT, /* int, 1..COUNT_MAX */
+	KIND_LIMIT, /* uint64_t, 0..LIMIT_MAX; 0: no limit */
 	KIND_LISTEN, /* char[]; "" or HOST:PORT (cd_config_listen_parse) */
 };
 
@@ -94,6 +96,9 @@ static const struct key keys[] = {
 	KEY("mps_thread_share", KIND_FRACTION, mps_thread_share, 0, 1.0),
 	KEY("metrics", KIND_LISTEN, metrics, KEY_EMPTY_OK, 0),
 	KEY("retention", KIND_DURATION, retention_ms, 0, 0),
+	KEY("overuse_stop", KIND_BOOL, overuse_stop, 0, 0),
+	KEY("user_max_queued", KIND_LIMIT, user_max_queued, 0, 0),
+	KEY("log_max", KIND_SIZE, log_max_bytes, 0, 0),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -172,6 +177,9 @@ void cd_config_defaults(struct cd_config *cfg)
 	/* keep every job unless the admin says otherwise: an upgrade must not
 	 * delete anyone's history */
 	cfg->retention_ms = 0;
+	cfg->overuse_stop = true;
+	cfg->user_max_queued = 10000;
+	cfg->log_max_bytes = (uint64_t)1 << 30;
 }
 
 /* ------------------------------------------------------------------ values */
@@ -497,6 +505,18 @@ static int set_value(struct cd_config *cfg, const struct key *k, const char *v, 
 			return COLLOC_EUSAGE;
 		}
 		memcpy(field, v, n + 1);
+		return 0;
+	}
+	case KIND_LIMIT: {
+		uint64_t c;
+
+		if (colloc_parse_u64(v, LIMIT_MAX, &c) != 0) {
+			snprintf(why, WHY_MAX,
+				 "'%s' is not a whole number from 0 (no limit) to %d", v,
+				 LIMIT_MAX);
+			return COLLOC_EUSAGE;
+		}
+		memcpy(field, &c, sizeof(c));
 		return 0;
 	}
 	case KIND_COUNT: {
@@ -1005,6 +1025,13 @@ static int format_line(const struct cd_config *cfg, const struct key *k, char *l
 
 		memcpy(&c, field, sizeof(c));
 		snprintf(val, sizeof(val), "%d", c);
+		break;
+	}
+	case KIND_LIMIT: {
+		uint64_t c;
+
+		memcpy(&c, field, sizeof(c));
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)c);
 		break;
 	}
 	default:

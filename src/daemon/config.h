@@ -60,6 +60,12 @@ struct cd_config {
 				      * "" = none (cd_config_listen_parse) */
 	int64_t retention_ms; /* finished jobs older than this are deleted
 			       * (at start, then daily); 0 = kept forever */
+	bool overuse_stop; /* time-slicing: a job using more than its need +
+			    * headroom on a GPU it shares is stopped and
+			    * queued again with its measured need */
+	uint64_t user_max_queued; /* queued jobs one user may have; 0 = any */
+	uint64_t log_max_bytes; /* a job's log is cut back to a note past
+				 * this; 0 = no cap */
 };
 
 /* A TCP address to listen on, as cd_config_listen_parse() read it. */

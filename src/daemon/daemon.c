@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -301,6 +303,64 @@ void cd_daemon_counts(struct cd_daemon *d, size_t *queued, size_t *running)
 	}
 }
 
+/* Less free than this on the state filesystem: no launch (a job's log and
+ * status must have room; its status blocks are reserved at launch). */
+#define STATE_MIN_FREE ((uint64_t)1 << 20)
+
+/* Why the state dir cannot take a launch, into why; false when it can. */
+static bool state_unusable(const struct cd_daemon *d, char *why, size_t len)
+{
+	const char *dir = d->cfg.state_dir;
+	struct statvfs vs;
+	struct stat sb;
+
+	if (stat(dir, &sb) != 0) {
+		snprintf(why, len, "state dir '%s' %s", dir,
+			 errno == ENOENT ? "vanished (deleted?)" : strerror(errno));
+		return true;
+	}
+	if (sb.st_dev != d->state_dev || sb.st_ino != d->state_ino) {
+		snprintf(why, len, "state dir '%s' was replaced by another directory",
+			 dir);
+		return true;
+	}
+	if (access(d->logs_dir, W_OK | X_OK) != 0 ||
+	    access(d->status_dir, W_OK | X_OK) != 0) {
+		snprintf(why, len, "'%s' or '%s' cannot be written: %s", d->logs_dir,
+			 d->status_dir, strerror(errno));
+		return true;
+	}
+	if (statvfs(d->status_dir, &vs) == 0 &&
+	    (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize < STATE_MIN_FREE) {
+		snprintf(why, len, "the filesystem of state dir '%s' is full", dir);
+		return true;
+	}
+	return false;
+}
+
+void cd__state_check(struct cd_daemon *d)
+{
+	char why[sizeof(d->state_why)];
+	bool broken = state_unusable(d, why, sizeof(why));
+
+	if (broken && (!d->state_broken || strcmp(why, d->state_why) != 0))
+		cd__logf(d,
+			 "%s: launching no job until it is usable again (running jobs "
+			 "run on; a vanished or replaced state dir needs a restart of "
+			 "collocd)",
+			 why);
+	else if (!broken && d->state_broken)
+		cd__logf(d, "state dir '%s' is usable again: launching",
+			 d->cfg.state_dir);
+	if (broken)
+		snprintf(d->state_why, sizeof(d->state_why), "%s", why);
+	else
+		d->state_why[0] = '\0';
+	if (d->state_broken && !broken)
+		d->dirty = true;
+	d->state_broken = broken;
+}
+
 /* Log that key changed in the file but needs a restart; 1 if it did. */
 static int needs_restart(struct cd_daemon *d, bool differs, const char *key)
 {
@@ -334,6 +394,10 @@ int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg)
 	c->oom = cfg->oom;
 	c->kill_grace_ms = cfg->kill_grace_ms;
 	c->reserve_ms = cfg->reserve_ms;
+	c->retention_ms = cfg->retention_ms;
+	c->overuse_stop = cfg->overuse_stop;
+	c->user_max_queued = cfg->user_max_queued;
+	c->log_max_bytes = cfg->log_max_bytes;
 	snprintf(c->admin_group, sizeof(c->admin_group), "%s", cfg->admin_group);
 	cd__logf(d, "config reloaded: policy %s%s", colloc_policy_name(c->sched.policy),
 		 kept ? "; some changes wait for a restart (above)" : "");
@@ -391,6 +455,14 @@ int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 	    (rc = colloc__check_owned(d->status_dir, COLLOC_OWNED_DIR, d->euid, diag)) ||
 	    (rc = check_db_path(cfg->db_path, d->euid, diag)))
 		goto fail;
+	{
+		struct stat sb;
+
+		if (stat(cfg->state_dir, &sb) == 0) {
+			d->state_dev = sb.st_dev;
+			d->state_ino = sb.st_ino;
+		}
+	}
 	if (strcmp(spec, "auto") == 0) {
 		char note[512] = "";
 
@@ -414,10 +486,11 @@ int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 	d->info = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->info));
 	d->gpu_ok = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->gpu_ok));
 	d->procs = calloc(MAX_PROCS, sizeof(*d->procs));
+	d->unowned = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->unowned));
 	d->migs = calloc(MAX_MIG, sizeof(*d->migs));
 	d->hist = calloc((size_t)(d->n_gpus ? d->n_gpus : 1) * CD_HISTORY_MAX,
 			 sizeof(*d->hist));
-	if (!d->info || !d->gpu_ok || !d->procs || !d->migs || !d->hist) {
+	if (!d->info || !d->gpu_ok || !d->procs || !d->unowned || !d->migs || !d->hist) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -489,6 +562,7 @@ void cd_daemon_destroy(struct cd_daemon *d)
 	free(d->info);
 	free(d->gpu_ok);
 	free(d->procs);
+	free(d->unowned);
 	free(d->migs);
 	free(d->hist);
 	free(d->slots);

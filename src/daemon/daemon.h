@@ -139,6 +139,10 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
  * is not held, updating a running one): HTTP 409. */
 #define CD_ECONFLICT (-EALREADY)
 
+/* A per-user cap (user_max_queued in collocd.conf) would be passed: HTTP
+ * 429, with the cap and how to change it. */
+#define CD_EQUOTA (-EDQUOT)
+
 /*
  * Hold (hold true) or release job id on behalf of peer: a held queued job
  * is not started until it is released. Only queued jobs can be held;
@@ -197,6 +201,15 @@ int cd_daemon_log_path(struct cd_daemon *d, uint64_t id, char *buf, size_t len,
 int cd_daemon_gpu(struct cd_daemon *d, unsigned index, struct colloc_gpu_info *info,
 		  uint64_t *reserved_bytes, uint64_t *jobs, size_t cap, size_t *n_jobs,
 		  struct colloc_diag *diag);
+
+/* The processes on GPU index, in its last sample, that belong to no job
+ * collocd runs: up to CD_UNOWNED_MAX of them in procs (cap at least that),
+ * *n all of them, *bytes their memory summed. COLLOC_ENOTFOUND for a bad
+ * index. Their memory is part of the GPU's used memory, which placement
+ * already subtracts. */
+#define CD_UNOWNED_MAX 16
+int cd_daemon_gpu_unowned(const struct cd_daemon *d, unsigned index,
+			  struct colloc_gpu_process *procs, size_t *n, uint64_t *bytes);
 
 /* Whether the last sample of GPU index succeeded (false for a bad index):
  * a GPU that cannot be read is not scheduled on, and its other figures are

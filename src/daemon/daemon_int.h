@@ -62,6 +62,7 @@ struct run_stat {
 	 * after a restart, the launch as the wall clock dates it: the
 	 * limit is not restarted by an adoption). */
 	int64_t limit_start_mono_ms;
+	bool log_capped; /* its log was cut back (log_max): read it whole */
 };
 
 /*
@@ -83,6 +84,18 @@ struct cd_active {
 	int64_t submit_mono_ms; /* its submit time on the monotonic clock */
 };
 
+/* Per GPU: the processes of its last sample that no job collocd runs
+ * owns (a job's escaped leftovers, someone's process started outside
+ * collocd). Their memory is in the GPU's used memory, so placement counts
+ * it already; this is what is reported (API, `colloc gpus`, metrics). */
+struct cd_unowned {
+	size_t n; /* processes, all of them */
+	uint64_t bytes; /* their memory, summed */
+	struct colloc_gpu_process procs[CD_UNOWNED_MAX]; /* the first n */
+	int64_t logged[CD_UNOWNED_MAX]; /* the last pids logged, a ring */
+	size_t n_logged; /* logged in all */
+};
+
 struct cd_daemon {
 	struct cd_config cfg;
 	void (*log)(const char *line);
@@ -93,6 +106,7 @@ struct cd_daemon {
 	unsigned n_gpus;
 	struct colloc_gpu_info *info; /* last sample, per GPU */
 	bool *gpu_ok; /* false: the last query of that GPU failed */
+	struct cd_unowned *unowned; /* per GPU, from the last sample */
 	struct colloc_gpu_process *procs; /* scratch, MAX_PROCS */
 	struct slot *slots; /* what jobs are placed on */
 	size_t n_slots, cap_slots;
@@ -129,9 +143,20 @@ struct cd_daemon {
 	 * until the first, which the first tick makes. */
 	int64_t last_prune_mono_ms;
 	bool pruned_once;
+	/* The state dir as it was opened, and whether it is still usable
+	 * (cd__state_check): while it is not, nothing launches. */
+	dev_t state_dev;
+	ino_t state_ino;
+	bool state_broken;
+	char state_why[CD_PATH_MAX + 128];
 };
 
 /* daemon.c */
+
+/* Look at the state dir (every sample): vanished, replaced, not writable
+ * or full makes it broken — logged once with the cause, no launches until
+ * it is usable again (a vanished or replaced one needs a restart). */
+void cd__state_check(struct cd_daemon *d);
 void cd__logf(struct cd_daemon *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Store an event; a failure is logged, never fatal (the state change it

@@ -21,6 +21,39 @@
  * next run of the same job: fewer saw its start-up, not its training. */
 #define UTIL_HISTORY_MIN_SAMPLES 3
 
+/* Needs are asked for in whole 256 MiB, as after an OOM (oom.h). */
+#define NEED_ROUND ((uint64_t)256 << 20)
+
+/*
+ * A job stopped for using more than its need on a GPU it shared: queued
+ * again with what it was measured to use (its peak, rounded up to 256 MiB,
+ * at most the largest GPU), ahead of new work like an OOM retry. A job
+ * that does it twice gets GPUs of its own: its need is not to be trusted.
+ */
+static void requeue_overuse(struct cd_daemon *d, struct cd_job *job, const char *how)
+{
+	uint64_t need = job->peak_bytes > job->mem_need_bytes ? job->peak_bytes
+							      : job->mem_need_bytes;
+	uint64_t largest = cd__largest_gpu(d);
+	char was[32], now[32];
+	bool again = strcmp(job->mem_source, "overuse") == 0;
+
+	need = (need + NEED_ROUND - 1) / NEED_ROUND * NEED_ROUND;
+	if (largest && need > largest)
+		need = largest;
+	colloc_format_bytes(job->mem_need_bytes, was, sizeof(was));
+	colloc_format_bytes(need, now, sizeof(now));
+	cd__requeue_reset(job);
+	job->state = CD_JOB_QUEUED;
+	job->mem_need_bytes = need;
+	snprintf(job->mem_source, sizeof(job->mem_source), "overuse");
+	job->exclusive = job->exclusive || again;
+	snprintf(job->reason, sizeof(job->reason),
+		 "used more than its need of %s on a shared GPU; queued again with %s%s",
+		 was, now, job->exclusive ? " on GPUs of its own" : "");
+	cd__event(d, job->id, "requeue", "stopped (%s); %s", how, job->reason);
+}
+
 /*
  * A job collocd stopped has ended (st): cancelled, failed past its time
  * limit, or queued again, as job->stop_cause says.
@@ -38,6 +71,9 @@ static void stopped(struct cd_daemon *d, struct cd_job *job, const struct cd_sta
 		snprintf(job->reason, sizeof(job->reason),
 			 "exceeded its time limit of %s", lim);
 		cd__event(d, job->id, "failed", "%s (stopped: %s)", job->reason, how);
+		break;
+	case CD_STOP_OVERUSE:
+		requeue_overuse(d, job, how);
 		break;
 	case CD_STOP_REQUEUE:
 		cd__requeue_reset(job);
@@ -89,15 +125,25 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 	job->sup_start = 0;
 	job->job_pgid = 0;
 	job->end_ms = d->now.wall_ms;
-	if (rc && job->sup_pid > 0) {
+	if (rc && in->sup_pid > 0) {
 		/* Its leftovers would keep GPU memory under no job. */
-		int n = cd_session_kill(job->sup_pid);
+		int n = cd_session_kill(in->sup_pid);
 
 		if (n > 0)
 			cd__event(
 				d, job->id, "leftovers",
 				"killed %d process(es) left in its supervisor's session",
 				n);
+	}
+	if (rc && d->state_broken) {
+		/* Not lost: its record went with the state dir. */
+		job->state = CD_JOB_FAILED;
+		snprintf(job->reason, sizeof(job->reason),
+			 "its exit status is unknown: it was to be recorded in the state "
+			 "dir, and %s",
+			 d->state_why);
+		cd__event(d, job->id, "status-gone", "%s", job->reason);
+		goto commit;
 	}
 	if (rc) {
 		job->state = CD_JOB_FAILED;
@@ -133,6 +179,10 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 			  colloc_format_bytes(job->peak_bytes, pk, sizeof(pk)));
 		goto commit;
 	}
+	/* A log cut back (log_max) lost this attempt's start offset: all of
+	 * it is this attempt's. */
+	if (r && r->log_capped)
+		st.stdout_offset = 0;
 	if (cd_daemon_log_path(d, job->id, lpath, sizeof(lpath), NULL) == 0)
 		(void)cd_oom_scan_file(lpath, st.stdout_offset, OOM_SCAN_BYTES, &marker,
 				       NULL);

@@ -290,6 +290,31 @@ static int commit_new(struct cd_daemon *d, const struct cd_submit *req,
 	return rc;
 }
 
+/* CD_EQUOTA when req would take peer's queued jobs past user_max_queued
+ * (root's included: the cap guards the daemon, not a privilege). */
+static int check_quota(const struct cd_daemon *d, const struct cd_peer *peer,
+		       const struct cd_submit *req, struct colloc_diag *diag)
+{
+	uint64_t mine = 0,
+		 adds = req->array ? (uint64_t)(req->array_last - req->array_first + 1)
+				   : 1;
+
+	if (d->cfg.user_max_queued == 0)
+		return 0;
+	for (size_t k = 0; k < d->n_act; k++)
+		mine += d->act[k].job.state == CD_JOB_QUEUED &&
+			d->act[k].job.uid == peer->uid;
+	if (mine + adds <= d->cfg.user_max_queued)
+		return 0;
+	return colloc_diag_set(diag, CD_EQUOTA,
+			       "uid %u has %llu job(s) queued; %llu more would pass "
+			       "user_max_queued = %llu (collocd.conf); wait for some to "
+			       "start or cancel some",
+			       peer->uid, (unsigned long long)mine,
+			       (unsigned long long)adds,
+			       (unsigned long long)d->cfg.user_max_queued);
+}
+
 int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		     const struct cd_submit *req, struct cd_job *job,
 		     struct colloc_diag *diag)
@@ -320,7 +345,8 @@ int cd_daemon_submit(struct cd_daemon *d, const struct cd_peer *peer,
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
 				       "field 'array': at most %d jobs, first <= last",
 				       CD_ARRAY_MAX);
-	if ((rc = check_deps(d, peer, req, diag)))
+	if ((rc = check_deps(d, peer, req, diag)) ||
+	    (rc = check_quota(d, peer, req, diag)))
 		return rc;
 	cd_job_init(job);
 	job->uid = peer->uid;

@@ -47,6 +47,8 @@ enum cd_stop_cause {
 	CD_STOP_CANCEL = 0, /* cancelled */
 	CD_STOP_TIME_LIMIT, /* failed: it exceeded its time limit */
 	CD_STOP_REQUEUE, /* queued again */
+	CD_STOP_OVERUSE, /* queued again with its measured need: it used more
+			  * than its need + headroom on a GPU it shared */
 	CD_STOP_CAUSE_COUNT_
 };
 

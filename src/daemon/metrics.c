@@ -267,6 +267,8 @@ struct gpu_row {
 	bool up;
 	uint64_t reserved_bytes;
 	size_t n_jobs;
+	size_t n_unowned; /* processes of no job (cd_daemon_gpu_unowned) */
+	uint64_t unowned_bytes;
 	char index[16];
 };
 
@@ -279,6 +281,8 @@ enum gpu_field {
 	GF_POWER,
 	GF_ENERGY,
 	GF_JOBS,
+	GF_UNOWNED,
+	GF_UNOWNED_BYTES,
 	GF_DRIVER_RESERVED,
 	GF_MIG_MODE,
 	GF_GR_ENGINE_ACTIVE,
@@ -314,6 +318,13 @@ static const struct {
 	 "tell).",
 	 GF_ENERGY},
 	{"colloc_gpu_jobs", "gauge", "Running jobs placed on the GPU.", GF_JOBS},
+	{"colloc_gpu_unowned_processes", "gauge",
+	 "Processes on the GPU that belong to no job collocd runs (a job's leftovers, or "
+	 "work started outside collocd).",
+	 GF_UNOWNED},
+	{"colloc_gpu_unowned_memory_bytes", "gauge",
+	 "GPU memory those processes hold (part of the used memory placement counts).",
+	 GF_UNOWNED_BYTES},
 	{"colloc_gpu_memory_driver_reserved_bytes", "gauge",
 	 "GPU memory the driver and firmware set aside, in neither used nor free.",
 	 GF_DRIVER_RESERVED},
@@ -361,6 +372,12 @@ static bool gpu_value(const struct gpu_row *g, int field, char *v)
 		return true;
 	case GF_JOBS:
 		fmt_u64(v, g->n_jobs);
+		return true;
+	case GF_UNOWNED:
+		fmt_u64(v, g->n_unowned);
+		return true;
+	case GF_UNOWNED_BYTES:
+		fmt_u64(v, g->unowned_bytes);
 		return true;
 	default:
 		break;
@@ -551,6 +568,12 @@ int cd_metrics_render(struct cd_daemon *d, char **text, size_t *len,
 					&gs[g].n_jobs, diag)))
 			goto out;
 		gs[g].up = cd_daemon_gpu_up(d, g);
+		{
+			struct colloc_gpu_process ps[CD_UNOWNED_MAX];
+
+			(void)cd_daemon_gpu_unowned(d, g, ps, &gs[g].n_unowned,
+						    &gs[g].unowned_bytes);
+		}
 		snprintf(gs[g].index, sizeof(gs[g].index), "%u", g);
 	}
 	/* Counts by one query; records only of the running jobs, so a scrape

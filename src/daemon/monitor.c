@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "colloc/units.h"
 #include "daemon/daemon_int.h"
 #include "daemon/launcher.h"
 
@@ -199,6 +200,49 @@ bool cd__activity_is_sm(const struct cd_daemon *d)
 	return false;
 }
 
+/* Process *p on GPU g belongs to no running job: count it, and log it
+ * the first time it is seen (while it stays, it is not logged again). */
+static void note_unowned(struct cd_daemon *d, unsigned g,
+			 const struct colloc_gpu_process *p)
+{
+	struct cd_unowned *u = &d->unowned[g];
+	char b[32];
+	bool seen = false;
+
+	if (u->n < CD_UNOWNED_MAX)
+		u->procs[u->n] = *p;
+	u->n++;
+	u->bytes += p->used_bytes;
+	for (size_t k = 0; k < u->n_logged && k < CD_UNOWNED_MAX; k++)
+		seen = seen || u->logged[k] == p->pid;
+	if (seen)
+		return;
+	cd__logf(d,
+		 "GPU %u: process %lld holds %s and belongs to no job collocd runs "
+		 "(a job's leftover, or started outside collocd); its memory is "
+		 "counted as used",
+		 g, (long long)p->pid, colloc_format_bytes(p->used_bytes, b, sizeof(b)));
+	/* The last CD_UNOWNED_MAX logged, oldest overwritten. */
+	u->logged[u->n_logged++ % CD_UNOWNED_MAX] = p->pid;
+}
+
+int cd_daemon_gpu_unowned(const struct cd_daemon *d, unsigned index,
+			  struct colloc_gpu_process *procs, size_t *n, uint64_t *bytes)
+{
+	const struct cd_unowned *u;
+
+	*n = 0;
+	*bytes = 0;
+	if (index >= d->n_gpus)
+		return COLLOC_ENOTFOUND;
+	u = &d->unowned[index];
+	*n = u->n;
+	*bytes = u->bytes;
+	memcpy(procs, u->procs,
+	       (u->n < CD_UNOWNED_MAX ? u->n : CD_UNOWNED_MAX) * sizeof(*procs));
+	return 0;
+}
+
 void cd__sample(struct cd_daemon *d)
 {
 	struct colloc_diag diag = {{0}};
@@ -253,20 +297,26 @@ void cd__sample(struct cd_daemon *d)
 			continue;
 		if (n > MAX_PROCS)
 			n = MAX_PROCS;
+		d->unowned[g].n = 0;
+		d->unowned[g].bytes = 0;
 		for (size_t p = 0; p < n; p++) {
 			int64_t sid = cd_process_session(d->procs[p].pid);
+			bool owned = false;
 
 			for (size_t k = 0; sid > 0 && k < d->n_runs; k++) {
 				struct run_stat *r = &d->runs[k];
 
 				if (r->sup_pid != sid)
 					continue;
+				owned = true;
 				for (int i = 0; i < r->n_gpus; i++)
 					if (r->gpus[i] >= 0 &&
 					    d->slots[r->gpus[i]].gpu == g)
 						r->used_bytes[i] +=
 							d->procs[p].used_bytes;
 			}
+			if (!owned)
+				note_unowned(d, g, &d->procs[p]);
 		}
 	}
 	/* The state since the previous sample is taken to be what this one

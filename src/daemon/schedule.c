@@ -51,6 +51,8 @@ _Static_assert(CD_MPS_ENV_MAX + 2 <= CD_LAUNCH_MAX_EXTRA,
 
 /* Launch queued job *in as decided. in is copied first (it points into
  * d->act, which the commits below update). */
+static void schedule_pass(struct cd_daemon *d);
+
 static void launch(struct cd_daemon *d, const struct cd_job *in,
 		   const struct colloc_sched_decision *dec)
 {
@@ -341,6 +343,16 @@ static int array_running(const struct cd_daemon *d, size_t from, uint64_t array_
 
 void cd__schedule(struct cd_daemon *d)
 {
+	/* A launch needs the state dir (its log, status and claim): look
+	 * before each pass, not only at the sample. */
+	cd__state_check(d);
+	if (d->state_broken)
+		return; /* said once by cd__state_check() */
+	schedule_pass(d);
+}
+
+static void schedule_pass(struct cd_daemon *d)
+{
 	struct colloc_diag diag = {{0}};
 	struct colloc_sched_gpu *gs = NULL;
 	struct colloc_sched_running *rs = NULL;
@@ -476,6 +488,7 @@ int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample)
 	cd__enforce_limits(d);
 	if (force_sample || d->last_sample_ms == INT64_MIN ||
 	    now_ms - d->last_sample_ms >= d->cfg.sample_ms) {
+		cd__state_check(d);
 		cd__check_supervisors(d);
 		cd__sample(d);
 		d->last_sample_ms = now_ms;

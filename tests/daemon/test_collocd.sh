@@ -161,8 +161,9 @@ check noshare-not-shared test "$(field "$(cat "$T/api.out")" shared_jobs)" = 2
 stop share
 
 # --- D. OOM recovery: the job that under-stated its memory is re-queued with a
-# larger need and finishes; its neighbour is untouched ---------------------------
-start oom 1x8GiB || exit 1
+# larger need and finishes; its neighbour is untouched (overuse_stop off, so
+# that the liar runs into its OOM: D2 has it on) ---------------------------------
+start oom 1x8GiB --set overuse_stop=false || exit 1
 n=$(submit oom --mem 4GiB --util 30 --name neighbour -- "$simjob" --mem 4GiB --duration 6s --util 30)
 sleep 0.6
 l=$(submit oom --mem 1GiB --util 30 --name liar -- "$simjob" --mem 6GiB --ramp 1s --duration 1s --util 30)
@@ -177,6 +178,86 @@ check oom-liar-source test "$(field "$jl" mem_source)" = oom-retry
 printf '%s' "$jl" >"$T/j"
 check oom-event grep -q 'out of memory' "$T/j"
 stop oom
+
+# --- D2. overuse: a job that uses more than its need + headroom on a GPU it
+# shares is the one stopped (its neighbour keeps running) and is queued again
+# with what it was measured to use; a second time, on a GPU of its own ---------
+start over 1x16GiB || exit 1
+n=$(submit over --mem 4GiB --util 30 --name neighbour -- "$simjob" --mem 4GiB --duration 6s --util 30)
+sleep 0.6
+l=$(submit over --mem 1GiB --util 30 --name liar -- "$simjob" --mem 6GiB --ramp 1s --duration 1s --util 30)
+waitall over "$n" "$l"
+jn=$(c over show "$n" --json)
+jl=$(c over show "$l" --json)
+check overuse-neighbour-done test "$(field "$jn" state)" = done
+check overuse-neighbour-once test "$(field "$jn" attempts)" = 1
+check overuse-liar-done test "$(field "$jl" state)" = done
+check overuse-liar-requeued test "$(field "$jl" attempts)" -ge 2
+check overuse-liar-source test "$(field "$jl" mem_source)" = overuse
+c over show "$l" >"$T/show.over"
+check overuse-event grep -q "overuse .*uses .* on GPU 0, more than its need of 1.00 GiB + headroom 512 MiB, while sharing it with job $n" "$T/show.over"
+check overuse-requeue-event grep -q "queued again with [0-9.]* GiB" "$T/show.over"
+check overuse-no-oom sh -c "! grep -q 'out of memory' \"$T/show.over\""
+stop over
+# ... and with overuse_stop on, a job alone on its GPU may use what it likes.
+start alone 1x16GiB || exit 1
+l=$(submit alone --mem 1GiB --util 30 -- "$simjob" --mem 6GiB --ramp 400ms --duration 1s --util 30)
+waitall alone "$l"
+check overuse-alone-once test "$(field "$(c alone show "$l" --json)" attempts)" = 1
+# A process on a GPU that belongs to no job (started outside collocd, on the
+# same simulated GPUs): reported by the API and `colloc gpus`, its memory used.
+"$simjob" --state "$T/alone.state" --gpus 0 --mem 2GiB --duration 4s >/dev/null 2>&1 &
+outsider=$!
+sleep 1
+api alone GET /v1/gpus >/dev/null
+check unowned-api grep -q '"unowned":{"processes":1,"mem_used_bytes":2147483648' "$T/api.out"
+check unowned-api-pid grep -q "\"pid\":$outsider," "$T/api.out"
+c alone gpus >"$T/gpus.alone"
+check unowned-cli grep -q "+1 not collocd's (2.00 GiB): pid $outsider (2.00 GiB)" "$T/gpus.alone"
+check unowned-logged grep -q "GPU 0: process $outsider holds 2.00 GiB and belongs to no job" "$T/alone.log"
+wait "$outsider"
+# A supervisor killed with SIGKILL: the job is failed (lost) and what it left
+# in its session (a background child the parent-death signal misses) is killed.
+l=$(submit alone --mem 1GiB -- sh -c "sleep 300 & echo \$! >$T/bg.pid; wait")
+k=0
+until [ -s "$T/bg.pid" ] || [ $k -gt 100 ]; do
+	sleep 0.1
+	k=$((k + 1))
+done
+bg=$(cat "$T/bg.pid")
+sup=$(ps -o sid= -p "$bg" | tr -d ' ')
+kill -9 "$sup"
+waitall alone "$l"
+check leftover-lost test "$(field "$(c alone show "$l" --json)" state)" = failed
+# alive: it exists and is not a zombie (nobody may reap it in a container)
+alive() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
+k=0
+while alive "$bg" && [ $k -lt 50 ]; do
+	sleep 0.1
+	k=$((k + 1))
+done
+check leftover-killed sh -c "! ps -o stat= -p $bg | grep -qv Z"
+check leftover-event sh -c "\"$colloc\" --socket \"$T/alone.sock\" show $l | grep -q 'leftovers.*killed [0-9]* process'"
+stop alone
+
+# --- D3. per-user caps: queued jobs (user_max_queued, a 429 that says why) and
+# a job's log (log_max: cut back to a note, the job writes on) ------------------
+start caps 1x8GiB --set user_max_queued=2 --set log_max=64KiB || exit 1
+h1=$(submit caps --hold --mem 1GiB -- true)
+h2=$(submit caps --hold --mem 1GiB -- true)
+check cap-third-refused sh -c "! \"$colloc\" --socket \"$T/caps.sock\" submit --mem 1GiB -- true >\"$T/cap.out\" 2>&1"
+check cap-why grep -q "has 2 job(s) queued; 1 more would pass user_max_queued = 2" "$T/cap.out"
+check cap-429 test "$(api caps POST /v1/jobs '{"argv":["true"],"env":[],"cwd":"/"}')" = 429
+c caps cancel "$h1" "$h2" >/dev/null 2>&1
+l=$(submit caps --mem 1GiB -- sh -c 'head -c 1048576 /dev/zero | tr "\\0" x; echo; sleep 1.5; echo tail-line')
+waitall caps "$l"
+check logcap-done test "$(state_of caps "$l")" = done
+c caps logs "$l" >"$T/log.caps"
+check logcap-small test "$(wc -c <"$T/log.caps")" -lt 1048576
+check logcap-note grep -q "this log passed log_max (64.0 KiB)" "$T/log.caps"
+check logcap-tail grep -q "^tail-line$" "$T/log.caps"
+check logcap-event sh -c "\"$colloc\" --socket \"$T/caps.sock\" show $l | grep -q 'log-capped'"
+stop caps
 
 # --- E. kill -9 of the daemon mid-workload, restart: nothing lost, every job
 # ends exactly once with its true exit status ------------------------------------
@@ -287,6 +368,22 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m tmpfs "$T/full" 2>/dev/null; 
 else
 	echo "SKIP full-state-dir: needs root and a tmpfs mount"
 fi
+
+# --- F4. the state dir deleted under running jobs: the cause is logged, the
+# running job's unknown end is not counted as lost, nothing new launches -----
+start vanish 1x8GiB --state-dir "$T/vanish-state" || exit 1
+a=$(submit vanish --mem 1GiB -- sleep 1.5)
+sleep 0.5
+rm -rf "$T/vanish-state"
+b=$(submit vanish --mem 1GiB -- true)
+waitall vanish "$a"
+sleep 1
+check vanish-logged grep -q "state dir '$T/vanish-state' vanished (deleted?): launching no job" "$T/vanish.log"
+check vanish-b-waits test "$(state_of vanish "$b")" = queued
+check vanish-a-why sh -c "\"$colloc\" --socket \"$T/vanish.sock\" show $a | grep -q 'status-gone .*vanished'"
+api vanish GET /v1/stats >/dev/null
+check vanish-none-lost test "$(field "$(cat "$T/api.out")" jobs_lost)" = 0
+stop vanish
 
 # --- F3. collocd dies after committing a submit and before answering it: the
 # CLI sends the submit again with its Idempotency-Key once collocd is back, and

@@ -55,6 +55,10 @@ c s cancel "$big" >/dev/null
 
 # jval FILE EXPR: a Python expression on the JSON object in FILE (as j).
 jval() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# jval_show NAME ID EXPR: jval on `colloc show ID --json` of daemon NAME.
+jval_show() {
+	c "$1" show "$2" --json >"$T/show.json" && jval "$T/show.json" "$3"
+}
 
 # submit --model predicts on the profile whose "gpu" is GPU 0's NVML name;
 # without DCGM the daemon schedules on utilization.gpu and takes that figure.
@@ -88,4 +92,32 @@ until grep -q "scheduling on SM activity (DCGM)" "$T/dc.log" || [ $i -gt 50 ]; d
 done
 check dcgm-activity-source grep -q "scheduling on SM activity (DCGM)" "$T/dc.log"
 stop dc
+
+# Overuse on NVML: the liar's process (its pid, which the job writes, is read
+# by the fake at every query) holds 10 GiB against a 2 GiB need while its
+# neighbour runs on the same GPU: the liar is stopped and queued again with
+# its measured need; the neighbour runs on. A process that is no job's is
+# reported with its memory.
+cat >"$T/over.scn" <<EOF2
+gpu 0 uuid GPU-c0000000-0000-0000-0000-000000000000 name "NVIDIA A100-SXM4-40GB" bus 00000000:07:00.0 total 40GiB reserved 0
+mig 0 off
+at 0 gpu 0 used 15GiB util 50 power 100000 energy 1
+proc 0 @$T/neighbour.pid used 4GiB
+proc 0 @$T/liar.pid used 10GiB
+proc 0 999999 used 1GiB
+EOF2
+COLLOC_DCGM_LIBRARY=/nonexistent FAKE_NVML_SCENARIO=$T/over.scn
+daemon_start ov --gpus nvml || exit 1
+n=$(submit ov --mem 4GiB -- sh -c "echo \$\$ >$T/neighbour.pid; sleep 4; rm -f $T/neighbour.pid")
+l=$(submit ov --mem 2GiB -- sh -c "echo \$\$ >$T/liar.pid; sleep 1; rm -f $T/liar.pid")
+c ov wait --timeout 40s "$n" "$l" >/dev/null 2>&1
+c ov show "$l" >"$T/ov.show"
+check nvml-overuse-stopped grep -q "overuse .*uses 10.0 GiB on GPU 0, more than its need of 2.00 GiB" "$T/ov.show"
+check nvml-overuse-requeued grep -q "queued again with 10.0 GiB" "$T/ov.show"
+is "$(jval_show ov "$l" 'j["state"], j["mem_source"], j["mem_need_bytes"]')" \
+	"done overuse 10737418240" "nvml overuse: the liar ends done, with its measured need"
+is "$(jval_show ov "$n" 'j["state"], j["attempts"]')" "done 1" "nvml overuse: the neighbour runs once"
+c ov gpus >"$T/ov.gpus"
+check nvml-unowned-cli grep -q "+1 not collocd's (1.00 GiB): pid 999999 (1.00 GiB)" "$T/ov.gpus"
+stop ov
 summary

@@ -307,6 +307,20 @@ int nvmlDeviceGetPciInfo_v2(nvml_device dev, struct fake_pci *pci)
 
 /* Memory of dev now. A query on a GPU (not a MIG device) advances that
  * GPU's step: the Nth query sees step N-1. */
+/* The pid in the file at path (a job wrote it), or 0 when there is none. */
+static unsigned pid_from_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned pid = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%u", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid;
+}
+
 static int memory(const char *fn, nvml_device dev, uint64_t *total, uint64_t *reserved,
 		  uint64_t *used)
 {
@@ -371,9 +385,12 @@ static int processes(const char *fn, nvml_device dev, bool mps, unsigned int *co
 	step = fake_step(&sc, (unsigned)dev->gpu);
 	for (unsigned k = 0; k < sc.n_procs; k++) {
 		const struct fake_proc *p = &sc.procs[k];
+		unsigned pid = p->pid;
 
 		if ((int)p->gpu != dev->gpu || p->mps != mps || step < p->from ||
 		    step >= p->until)
+			continue;
+		if (p->pidfile[0] && (pid = pid_from_file(p->pidfile)) == 0)
 			continue;
 		/* A MIG device lists its own processes; the GPU lists all. */
 		if (dev->slot >= 0 && p->slot != dev->slot)
@@ -385,7 +402,7 @@ static int processes(const char *fn, nvml_device dev, bool mps, unsigned int *co
 			if (v1) {
 				struct fake_proc_v1 *r = (struct fake_proc_v1 *)infos + n;
 
-				r->pid = p->pid;
+				r->pid = pid;
 				r->used = used;
 			} else {
 				struct fake_proc_v2 *r = (struct fake_proc_v2 *)infos + n;
@@ -393,7 +410,7 @@ static int processes(const char *fn, nvml_device dev, bool mps, unsigned int *co
 					p->slot >= 0 ? &sc.gpus[p->gpu].migs[p->slot]
 						     : NULL;
 
-				r->pid = p->pid;
+				r->pid = pid;
 				r->used = used;
 				r->gpu_instance_id = m ? m->gi : 0xFFFFFFFFu;
 				r->compute_instance_id = m ? m->ci : 0xFFFFFFFFu;

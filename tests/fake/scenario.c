@@ -281,9 +281,14 @@ static int parse_proc(struct fake_scenario *sc, const struct parse *p)
 	unsigned g = 0, pid = 0, repeat = 1;
 	uint64_t v64 = 0;
 
+	if (p->n >= 3 && p->tok[2][0] == '@') {
+		if (strlen(p->tok[2] + 1) >= sizeof(proc.pidfile) || !p->tok[2][1])
+			return bad(p, "pid file path empty or too long", p->tok[2]);
+		snprintf(proc.pidfile, sizeof(proc.pidfile), "%s", p->tok[2] + 1);
+	}
 	if (p->n < 3 || gpu_index(sc, p, p->tok[1], &g) < 0 ||
-	    small(p, p->tok[2], 4000000, &pid) < 0)
-		return bad(p, "proc I PID used BYTES ...", NULL);
+	    (!proc.pidfile[0] && small(p, p->tok[2], 4000000, &pid) < 0))
+		return bad(p, "proc I PID|@PIDFILE used BYTES ...", NULL);
 	proc.gpu = g;
 	proc.pid = pid;
 	proc.slot = -1;

@@ -60,9 +60,13 @@ struct fake_at {
 	unsigned util, mem_util, power;
 };
 
+#define FAKE_PIDFILE_MAX 160
 struct fake_proc {
 	unsigned gpu;
 	unsigned pid;
+	/* "@PATH" as the PID: the pid is read from PATH at each query (a
+	 * job's, written by the job); absent while PATH holds none. */
+	char pidfile[FAKE_PIDFILE_MAX];
 	uint64_t used; /* UINT64_MAX: NVML_VALUE_NOT_AVAILABLE */
 	bool mps;
 	int slot; /* MIG device index, or -1 */
