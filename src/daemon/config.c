@@ -99,6 +99,7 @@ static const struct key keys[] = {
 	KEY("overuse_stop", KIND_BOOL, overuse_stop, 0, 0),
 	KEY("user_max_queued", KIND_LIMIT, user_max_queued, 0, 0),
 	KEY("log_max", KIND_SIZE, log_max_bytes, 0, 0),
+	KEY("job_cgroups", KIND_BOOL, job_cgroups, 0, 0),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -180,6 +181,7 @@ void cd_config_defaults(struct cd_config *cfg)
 	cfg->overuse_stop = true;
 	cfg->user_max_queued = 10000;
 	cfg->log_max_bytes = (uint64_t)1 << 30;
+	cfg->job_cgroups = true;
 }
 
 /* ------------------------------------------------------------------ values */

@@ -66,6 +66,8 @@ struct cd_config {
 	uint64_t user_max_queued; /* queued jobs one user may have; 0 = any */
 	uint64_t log_max_bytes; /* a job's log is cut back to a note past
 				 * this; 0 = no cap */
+	bool job_cgroups; /* a cgroup v2 per job where collocd's own cgroup
+			   * is delegated to it (cgroup.h) */
 };
 
 /* A TCP address to listen on, as cd_config_listen_parse() read it. */

@@ -386,6 +386,7 @@ int cd_daemon_reconfigure(struct cd_daemon *d, const struct cd_config *cfg)
 	kept += needs_restart(d, c->mps_thread_share != cfg->mps_thread_share,
 			      "mps_thread_share");
 	kept += needs_restart(d, strcmp(c->metrics, cfg->metrics) != 0, "metrics");
+	kept += needs_restart(d, c->job_cgroups != cfg->job_cgroups, "job_cgroups");
 	/* The rest is read where it is used: it changes now. */
 	c->sched = cfg->sched;
 	c->sample_ms = cfg->sample_ms;
@@ -462,6 +463,16 @@ int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 			d->state_dev = sb.st_dev;
 			d->state_ino = sb.st_ino;
 		}
+	}
+	if (cfg->job_cgroups) {
+		char why[CD_CGROUP_PATH_MAX + 128];
+
+		cd_cgroup_init(&d->cg, "/proc/self/mountinfo", "/proc/self/cgroup", why,
+			       sizeof(why));
+		cd__logf(d, "%s%s", why,
+			 d->cg.on ? ""
+				  : "; jobs run without cgroups (their session is "
+				    "what is killed at their end)");
 	}
 	if (strcmp(spec, "auto") == 0) {
 		char note[512] = "";

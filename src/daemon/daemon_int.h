@@ -37,6 +37,7 @@
 
 #include "colloc/gpu.h"
 #include "colloc/sched.h"
+#include "daemon/cgroup.h"
 #include "daemon/daemon.h"
 
 #define MAX_PROCS 256 /* processes read per GPU per sample */
@@ -83,6 +84,9 @@ struct cd_active {
 	struct cd_job job; /* as last committed */
 	int64_t submit_mono_ms; /* its submit time on the monotonic clock */
 };
+
+/* Jobs' cgroups killed whose removal waits for their processes to exit. */
+#define CD_CGROUP_PENDING 64
 
 /* Per GPU: the processes of its last sample that no job collocd runs
  * owns (a job's escaped leftovers, someone's process started outside
@@ -149,6 +153,9 @@ struct cd_daemon {
 	ino_t state_ino;
 	bool state_broken;
 	char state_why[CD_PATH_MAX + 128];
+	struct cd_cgroup cg; /* jobs' cgroups, when on (cgroup.h) */
+	uint64_t cg_pending[CD_CGROUP_PENDING]; /* killed, not yet removed */
+	size_t n_cg_pending;
 };
 
 /* daemon.c */
@@ -157,6 +164,9 @@ struct cd_daemon {
  * or full makes it broken — logged once with the cause, no launches until
  * it is usable again (a vanished or replaced one needs a restart). */
 void cd__state_check(struct cd_daemon *d);
+
+/* finish.c: remove the killed jobs' cgroups that were still busy. */
+void cd__cgroup_sweep(struct cd_daemon *d);
 void cd__logf(struct cd_daemon *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Store an event; a failure is logged, never fatal (the state change it

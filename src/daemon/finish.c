@@ -55,6 +55,36 @@ static void requeue_overuse(struct cd_daemon *d, struct cd_job *job, const char 
 }
 
 /*
+ * The job's cgroup, when it has one: what is still in it (a process that
+ * left the job's session with setsid) is killed, and the cgroup removed —
+ * later (cd__cgroup_sweep) when its processes are still exiting.
+ */
+static void kill_cgroup(struct cd_daemon *d, uint64_t id)
+{
+	bool removed = true;
+	int n = cd_cgroup_kill(&d->cg, id, &removed);
+
+	if (n > 0)
+		cd__event(d, id, "leftovers", "killed %d process(es) left in its cgroup",
+			  n);
+	if (!removed && d->n_cg_pending < CD_CGROUP_PENDING)
+		d->cg_pending[d->n_cg_pending++] = id;
+}
+
+void cd__cgroup_sweep(struct cd_daemon *d)
+{
+	for (size_t k = 0; k < d->n_cg_pending;) {
+		bool removed = true;
+
+		(void)cd_cgroup_kill(&d->cg, d->cg_pending[k], &removed);
+		if (removed)
+			d->cg_pending[k] = d->cg_pending[--d->n_cg_pending];
+		else
+			k++;
+	}
+}
+
+/*
  * A job collocd stopped has ended (st): cancelled, failed past its time
  * limit, or queued again, as job->stop_cause says.
  */
@@ -135,6 +165,7 @@ void cd__finish(struct cd_daemon *d, const struct cd_job *in)
 				"killed %d process(es) left in its supervisor's session",
 				n);
 	}
+	kill_cgroup(d, job->id);
 	if (rc && d->state_broken) {
 		/* Not lost: its record went with the state dir. */
 		job->state = CD_JOB_FAILED;

@@ -1091,6 +1091,14 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	pid_t job;
 
 	setsid(); /* cannot fail: a fresh child leads no group */
+	/* Into the job's cgroup first: all the job starts stays in it. A
+	 * failure leaves the job without one (its session is killed). */
+	if (s->in_cgroup && s->cgroup_fd >= 0) {
+		if (write(s->cgroup_fd, "0", 1) != 1) {
+			/* nothing to do: the daemon kills the session */
+		}
+		close(s->cgroup_fd);
+	}
 	/* The job's orphans become ours, not init's, so that they are reaped
 	 * here even where init does not reap (containers). */
 	prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);

@@ -60,6 +60,11 @@ struct cd_launch_spec {
 	const char *stderr_path;
 	const char *status_path; /* written by the supervisor at the end */
 	int64_t kill_grace_ms; /* SIGTERM -> SIGKILL delay on cancel, 0..1 day */
+	/* in_cgroup: the supervisor moves itself into the cgroup whose
+	 * cgroup.procs cgroup_fd is open on (cgroup.h) before it forks the
+	 * job; the caller closes cgroup_fd after cd_launch(). */
+	bool in_cgroup;
+	int cgroup_fd;
 };
 
 struct cd_launch_result {

@@ -146,11 +146,23 @@ static void launch(struct cd_daemon *d, const struct cd_job *in,
 	spec.stderr_path = lpath;
 	spec.status_path = spath;
 	spec.kill_grace_ms = d->cfg.kill_grace_ms;
+	spec.cgroup_fd = -1;
+	if (d->cg.on) {
+		struct colloc_diag cdiag = {{0}};
+
+		spec.cgroup_fd = cd_cgroup_open(&d->cg, job->id, &cdiag);
+		spec.in_cgroup = spec.cgroup_fd >= 0;
+		if (!spec.in_cgroup)
+			cd__logf(d, "job %llu: runs without a cgroup: %s",
+				 (unsigned long long)job->id, cdiag.msg);
+	}
 	if (!rc && (!argv || !envp))
 		rc = colloc_diag_set(&diag, COLLOC_EFORMAT,
 				     "stored argv/env are corrupt");
 	else if (!rc)
 		rc = cd_launch(&spec, &res, &diag);
+	if (spec.in_cgroup)
+		close(spec.cgroup_fd);
 	free(argv);
 	free(envp);
 	cJSON_Delete(targ);
@@ -490,6 +502,7 @@ int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample)
 	    now_ms - d->last_sample_ms >= d->cfg.sample_ms) {
 		cd__state_check(d);
 		cd__check_supervisors(d);
+		cd__cgroup_sweep(d);
 		cd__sample(d);
 		d->last_sample_ms = now_ms;
 		/* Usage changed and reservations may have lapsed: that can

@@ -238,6 +238,23 @@ while alive "$bg" && [ $k -lt 50 ]; do
 done
 check leftover-killed sh -c "! ps -o stat= -p $bg | grep -qv Z"
 check leftover-event sh -c "\"$colloc\" --socket \"$T/alone.sock\" show $l | grep -q 'leftovers.*killed [0-9]* process'"
+# A process that leaves the job's session (setsid) is still the job's where
+# collocd can give jobs a cgroup (cgroup v2 delegated to it): killed at the
+# job's end.
+if grep -q "each job runs in a cgroup of its own" "$T/alone.log"; then
+	l=$(submit alone --mem 1GiB -- sh -c "setsid sleep 300 & echo \$! >$T/esc.pid; sleep 0.5")
+	waitall alone "$l"
+	esc=$(cat "$T/esc.pid")
+	k=0
+	while alive "$esc" && [ $k -lt 50 ]; do
+		sleep 0.1
+		k=$((k + 1))
+	done
+	check cgroup-escaped-killed sh -c "! ps -o stat= -p $esc | grep -qv Z"
+	check cgroup-event sh -c "\"$colloc\" --socket \"$T/alone.sock\" show $l | grep -q 'killed 1 process(es) left in its cgroup'"
+else
+	echo "SKIP cgroup-escaped: $(grep -o 'collocd.s cgroup .*\|no cgroup v2.*' "$T/alone.log" | head -1)"
+fi
 stop alone
 
 # --- D3. per-user caps: queued jobs (user_max_queued, a 429 that says why) and
