@@ -386,6 +386,23 @@ else
 	echo "SKIP full-state-dir: needs root and a tmpfs mount"
 fi
 
+# --- F5. idle: collocd with 200 held jobs and nothing running uses under 1% of
+# a core (its CPU ticks over 5 s, from /proc; the default 1 s sample interval)
+start idle 2x8GiB --set sample_interval=1s || exit 1
+for k in $(seq 1 20); do
+	c idle submit --hold --mem 1GiB --array 0-9 -- true >/dev/null
+done
+sleep 1
+ipid=$(cat "$T/idle.pid")
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+t0=$(ticks "$ipid")
+sleep 5
+t1=$(ticks "$ipid")
+hz=$(getconf CLK_TCK)
+echo "idle: collocd used $((t1 - t0)) ticks of $((5 * hz)) in 5 s with 200 jobs held"
+check idle-cpu test $(((t1 - t0) * 100)) -lt $((5 * hz))
+stop idle
+
 # --- F4. the state dir deleted under running jobs: the cause is logged, the
 # running job's unknown end is not counted as lost, nothing new launches -----
 start vanish 1x8GiB --state-dir "$T/vanish-state" || exit 1
