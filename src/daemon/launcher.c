@@ -1312,7 +1312,11 @@ static int open_log(const struct cd_launch_spec *s, const char *path, int *fd_ou
 
 	/* A root daemon must not be steered through a planted link into
 	 * chowning someone else's file. */
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW,
+	/* O_NONBLOCK: a FIFO put where a log goes must not block the daemon in
+	 * open() (it is refused below as not a plain file). */
+	fd = open(path,
+		  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW |
+			  O_NONBLOCK,
 		  0640);
 	if (fd < 0) {
 		rc = -errno;
@@ -1334,6 +1338,8 @@ static int open_log(const struct cd_launch_spec *s, const char *path, int *fd_ou
 			"job %llu: log '%s' is not a plain file of its own",
 			(unsigned long long)s->job_id, path);
 	}
+	/* The job's stdout blocks as usual. */
+	(void)fcntl(fd, F_SETFL, O_APPEND);
 	if (geteuid() == 0 && fchown(fd, (uid_t)s->uid, (gid_t)s->gid) != 0) {
 		rc = -errno;
 		close(fd);

@@ -904,6 +904,14 @@ static void test_launch_errors(void **state)
 	assert_true(cd_launch(&s, &res, &diag) < 0);
 	s.stdout_path = f->out;
 
+	/* A FIFO where a log goes is refused at once: open() must not block
+	 * the single-threaded daemon until someone reads it. */
+	snprintf(path, sizeof(path), "%s/fifo.out", f->dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	s.stdout_path = path;
+	assert_true(cd_launch(&s, &res, &diag) < 0);
+	s.stdout_path = f->out;
+
 	assert_no_children();
 	assert_int_equal(access(f->status, F_OK), -1);
 }
