@@ -263,14 +263,12 @@ fail:
 	return false;
 }
 
-/* The 4 hex digits at s[i..i+3] (i + 4 <= n) as a number, or -1. */
-static long hex4(const char *s, size_t n, size_t i)
+/* The n hex digits at s as a number, or -1 (a non-digit, NUL included). */
+static long hex_digits(const char *s, size_t n)
 {
 	long v = 0;
 
-	if (i + 4 > n)
-		return -1;
-	for (size_t k = i; k < i + 4; k++) {
+	for (size_t k = 0; k < n; k++) {
 		char h = s[k];
 
 		v <<= 4;
@@ -284,6 +282,12 @@ static long hex4(const char *s, size_t n, size_t i)
 			return -1;
 	}
 	return v;
+}
+
+/* The 4 hex digits at s[i..i+3] (i + 4 <= n) as a number, or -1. */
+static long hex4(const char *s, size_t n, size_t i)
+{
+	return i + 4 > n ? -1 : hex_digits(s + i, 4);
 }
 
 /*
@@ -342,6 +346,42 @@ static int get_fraction(const cJSON *obj, const char *what, const char *key, dou
 }
 
 /*
+ * obj, the body (what NULL) or its object member `what`, must be an object
+ * whose members are all named in known (NULL-terminated), each once: JSON
+ * allows a name twice, and which one wins is the parser's choice, so a
+ * request that says two things is refused.
+ */
+static int check_object(const cJSON *obj, const char *what, const char *const *known,
+			struct colloc_diag *diag)
+{
+	const char *pre = what ? what : "", *dot = what ? "." : "";
+	const cJSON *it;
+
+	if (!cJSON_IsObject(obj))
+		return what ? colloc_diag_set(diag, COLLOC_EUSAGE,
+					      "field '%s': expected an object", what)
+			    : colloc_diag_set(diag, COLLOC_EFORMAT,
+					      "body must be a JSON object");
+	cJSON_ArrayForEach(it, obj)
+	{
+		bool ok = false;
+
+		for (size_t k = 0; it->string && known[k]; k++)
+			ok = ok || strcmp(it->string, known[k]) == 0;
+		if (!ok)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "unknown field '%s%s%s'", pre, dot,
+					       it->string ? it->string : "");
+		for (const cJSON *o = it->next; o; o = o->next)
+			if (o->string && strcmp(o->string, it->string) == 0)
+				return colloc_diag_set(diag, COLLOC_EUSAGE,
+						       "field '%s%s%s' given twice", pre,
+						       dot, it->string);
+	}
+	return 0;
+}
+
+/*
  * "util_graph": {"gpu_util": F, "sm_activity": F, "platform": "NAME"}, the
  * CLI's prediction from the model's graph: both scales, the daemon picks
  * the one it measures. Absent leaves req's "none" values.
@@ -349,25 +389,15 @@ static int get_fraction(const cJSON *obj, const char *what, const char *key, dou
 static int get_util_graph(const cJSON *root, struct cd_submit *req,
 			  struct colloc_diag *diag)
 {
+	static const char *const known[] = {"gpu_util", "sm_activity", "platform", NULL};
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "util_graph");
 	const cJSON *it;
 	int rc;
 
 	if (!g)
 		return 0;
-	if (!cJSON_IsObject(g))
-		return colloc_diag_set(diag, COLLOC_EUSAGE,
-				       "field 'util_graph': expected an object");
-	cJSON_ArrayForEach(it, g)
-	{
-		if (!it->string || (strcmp(it->string, "gpu_util") != 0 &&
-				    strcmp(it->string, "sm_activity") != 0 &&
-				    strcmp(it->string, "platform") != 0))
-			return colloc_diag_set(diag, COLLOC_EUSAGE,
-					       "unknown field 'util_graph.%s'",
-					       it->string ? it->string : "");
-	}
-	if ((rc = get_fraction(g, "util_graph", "gpu_util", &req->graph_gpu_util,
+	if ((rc = check_object(g, "util_graph", known, diag)) ||
+	    (rc = get_fraction(g, "util_graph", "gpu_util", &req->graph_gpu_util,
 			       diag)) ||
 	    (rc = get_fraction(g, "util_graph", "sm_activity", &req->graph_sm_activity,
 			       diag)))
@@ -440,25 +470,15 @@ static int get_after(const cJSON *root, struct cd_submit *req, struct colloc_dia
  * optional. */
 static int get_array(const cJSON *root, struct cd_submit *req, struct colloc_diag *diag)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "array"), *it;
+	static const char *const known[] = {"first", "last", "max_running", NULL};
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "array");
 	double first = -1, last = -1, max = 0;
 	int rc;
 
 	if (!v)
 		return 0;
-	if (!cJSON_IsObject(v))
-		return colloc_diag_set(diag, COLLOC_EUSAGE,
-				       "field 'array': expected an object");
-	cJSON_ArrayForEach(it, v)
-	{
-		if (!it->string || (strcmp(it->string, "first") != 0 &&
-				    strcmp(it->string, "last") != 0 &&
-				    strcmp(it->string, "max_running") != 0))
-			return colloc_diag_set(diag, COLLOC_EUSAGE,
-					       "unknown field 'array.%s'",
-					       it->string ? it->string : "");
-	}
-	if ((rc = get_int(v, "first", 0, 1e6, &first, diag)) ||
+	if ((rc = check_object(v, "array", known, diag)) ||
+	    (rc = get_int(v, "first", 0, 1e6, &first, diag)) ||
 	    (rc = get_int(v, "last", 0, 1e6, &last, diag)) ||
 	    (rc = get_int(v, "max_running", 1, CD_ARRAY_MAX, &max, diag)))
 		return rc;
@@ -556,32 +576,8 @@ int cd_api_parse_submit(const char *body, size_t len, struct cd_submit *req,
 			goto out;
 		}
 	}
-	if (!cJSON_IsObject(root)) {
-		rc = colloc_diag_set(diag, COLLOC_EFORMAT, "body must be a JSON object");
+	if ((rc = check_object(root, NULL, submit_fields, diag)))
 		goto out;
-	}
-	cJSON_ArrayForEach(it, root)
-	{
-		bool known = false;
-
-		for (int k = 0; submit_fields[k]; k++)
-			known = known ||
-				(it->string && strcmp(it->string, submit_fields[k]) == 0);
-		if (!known) {
-			rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown field '%s'",
-					     it->string ? it->string : "");
-			goto out;
-		}
-		/* JSON allows a name twice; which one wins is the parser's
-		 * choice, so a request that says two things is refused. */
-		for (const cJSON *o = it->next; o; o = o->next)
-			if (o->string && strcmp(o->string, it->string) == 0) {
-				rc = colloc_diag_set(diag, COLLOC_EUSAGE,
-						     "field '%s' given twice",
-						     it->string);
-				goto out;
-			}
-	}
 	if ((rc = get_string_array(root, "argv", API_MAX_ARGS, false, &req->argv_json,
 				   diag)) ||
 	    (rc = get_string_array(root, "env", API_MAX_ENV, true, &req->env_json,
@@ -812,25 +808,11 @@ struct query {
 	int64_t since_ms; /* 0 = any; wall clock */
 };
 
-/* The two hex digits at s as a number, or -1 (s is NUL-terminated). */
+/* The two hex digits at s as a number, or -1 (s is NUL-terminated: a NUL
+ * is a non-digit, so the second is not read past it). */
 static long hex2(const char *s)
 {
-	long v = 0;
-
-	for (int k = 0; k < 2; k++) {
-		char h = s[k];
-
-		v <<= 4;
-		if (h >= '0' && h <= '9')
-			v |= h - '0';
-		else if (h >= 'a' && h <= 'f')
-			v |= h - 'a' + 10;
-		else if (h >= 'A' && h <= 'F')
-			v |= h - 'A' + 10;
-		else
-			return -1;
-	}
-	return v;
+	return hex_digits(s, s[0] ? 2 : 1);
 }
 
 /* The value v of query key as text (percent-decoded) into out; UTF-8
@@ -1141,11 +1123,12 @@ static const struct {
 };
 
 /* POST /v1/jobs/ID/update: {"mem_bytes": N, "priority": P}, at least one. */
+static const char *const update_fields[] = {"mem_bytes", "priority", NULL};
+
 static int parse_update(const char *body, size_t len, struct cd_update *u,
 			struct colloc_diag *diag)
 {
 	cJSON *root;
-	const cJSON *it;
 	double num;
 	int rc = 0;
 	size_t bad = 0;
@@ -1159,27 +1142,8 @@ static int parse_update(const char *body, size_t len, struct cd_update *u,
 		return colloc_diag_set(diag, COLLOC_EFORMAT,
 				       "body is not UTF-8 (byte %zu)", bad);
 	root = cJSON_ParseWithLength(body, len);
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		return colloc_diag_set(diag, COLLOC_EFORMAT,
-				       "body must be a JSON object");
-	}
-	cJSON_ArrayForEach(it, root)
-	{
-		if (!it->string || (strcmp(it->string, "mem_bytes") != 0 &&
-				    strcmp(it->string, "priority") != 0)) {
-			rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown field '%s'",
-					     it->string ? it->string : "");
-			goto out;
-		}
-		for (const cJSON *o = it->next; o; o = o->next)
-			if (o->string && strcmp(o->string, it->string) == 0) {
-				rc = colloc_diag_set(diag, COLLOC_EUSAGE,
-						     "field '%s' given twice",
-						     it->string);
-				goto out;
-			}
-	}
+	if ((rc = check_object(root, NULL, update_fields, diag)))
+		goto out;
 	num = 0;
 	if ((rc = get_int(root, "mem_bytes", 1, (double)API_MAX_MEM_BYTES, &num, diag)))
 		goto out;
