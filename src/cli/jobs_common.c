@@ -426,3 +426,71 @@ int cli_parse_job_args(int argc, char **argv, const char *cmd, const char *usage
 		}
 	return CLI_OK;
 }
+
+int cli_job_list(int argc, char **argv, const char *cmd, const char *usage,
+		 const char *default_states,
+		 int (*print)(const struct cJSON *answer, void *ctx))
+{
+	static const struct option opts[] = {
+		{"all", no_argument, NULL, 'a'},
+		{"state", required_argument, NULL, 's'},
+		{"user", required_argument, NULL, 'u'},
+		{"name", required_argument, NULL, 'n'},
+		{"since", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"socket", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cli_job_filter f = {0};
+	const char *socket = NULL;
+	char path[2048];
+	struct cli_jobs_call call = {"GET", NULL, NULL, cmd, false, print, NULL};
+	int ch, rc;
+
+	f.states = default_states;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'a':
+			f.all = true;
+			break;
+		case 's':
+			f.states = optarg;
+			break;
+		case 'u':
+			f.user = optarg;
+			break;
+		case 'n':
+			f.name = optarg;
+			break;
+		case 't':
+			if ((rc = cli_parse_since(optarg, &f.since_s)))
+				return rc;
+			f.have_since = true;
+			break;
+		case 'j':
+			call.json = true;
+			break;
+		case 'S':
+			socket = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return CLI_OK;
+		default:
+			cli_bad_option(cmd, argv[optind - 1]);
+			return CLI_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_error("%s: unexpected argument '%s' (see `colloc %s --help`)", cmd,
+			  argv[optind], cmd);
+		return CLI_USAGE;
+	}
+	if ((rc = cli_job_filter_path(&f, cmd, path, sizeof(path))))
+		return rc;
+	call.path = path;
+	return cli_jobs_call(socket, &call);
+}

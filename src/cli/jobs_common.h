@@ -127,6 +127,16 @@ int cli_job_filter_path(const struct cli_job_filter *f, const char *cmd, char *p
 			size_t len);
 
 /*
+ * `colloc queue` and `colloc history`: their options (--all, --state,
+ * --user, --name, --since, --json, --socket, --help) into a filter
+ * (default_states when --state is not given; NULL: any), GET /v1/jobs with
+ * it, and print's table of the answer. An exit status.
+ */
+int cli_job_list(int argc, char **argv, const char *cmd, const char *usage,
+		 const char *default_states,
+		 int (*print)(const struct cJSON *answer, void *ctx));
+
+/*
  * POST /v1/jobs/ID/ACTION (action: "cancel", "hold", ...) for every JOB of
  * the command line (cli_parse_job_args() with usage), printing "DONE job
  * ID" for each that succeeded (done: "cancelled", "held", ...) and
