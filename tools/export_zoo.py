@@ -566,8 +566,12 @@ TORCHVISION = [
 class Spec:
     """How to build one zoo model and feed it."""
 
-    def __init__(self, name, build, source, inputs, outputs, checks, mirrors=None, notes=None):
+    def __init__(self, name, build, source, inputs, outputs, checks, mirrors=None, notes=None,
+                 max_positions=None):
         self.name, self.build, self.source, self.mirrors = name, build, source, mirrors
+        # learned position embeddings: the longest sequence the model reads (colloc checks
+        # --seq against it); None for models without a position table
+        self.max_positions = max_positions
         self.inputs = inputs  # [(name, [dim or dim name], dtype)]
         self.outputs = outputs  # ONNX output names; [(name, {axis: dim name})]
         self.checks = checks  # [(batch, {dim name: size})]
@@ -599,10 +603,11 @@ def _cnn(name, ctor=None, kwargs=None, size=224, outputs=("logits",), batches=(1
     return spec
 
 
-def _lm(name, build, source, mirrors):
+def _lm(name, build, source, mirrors, max_positions):
     return Spec(name, build, source, [("input_ids", ["batch", "seq"], torch.int64)],
                 [("logits", {0: "batch", 1: "seq"})],
-                [(1, {"seq": 16}), (2, {"seq": 33}), (4, {"seq": 64})], mirrors=mirrors)
+                [(1, {"seq": 16}), (2, {"seq": 33}), (4, {"seq": 64})], mirrors=mirrors,
+                max_positions=max_positions)
 
 
 def zoo():
@@ -626,15 +631,15 @@ def zoo():
     specs.append(_lm("distilgpt2", lambda: GPT2LMHead(n_layer=6),
                      "tools/export_zoo.py GPT2LMHead(n_layer=6, d_model=768, n_head=12, "
                      "vocab=50257, n_positions=1024)",
-                     "distilgpt2 (GPT2LMHeadModel, 81,912,576 parameters)"))
+                     "distilgpt2 (GPT2LMHeadModel, 81,912,576 parameters)", 1024))
     specs.append(_lm("gpt2", lambda: GPT2LMHead(n_layer=12),
                      "tools/export_zoo.py GPT2LMHead(n_layer=12, d_model=768, n_head=12, "
                      "vocab=50257, n_positions=1024)",
-                     "gpt2 (GPT2LMHeadModel, 124,439,808 parameters)"))
+                     "gpt2 (GPT2LMHeadModel, 124,439,808 parameters)", 1024))
     specs.append(_lm("bert_base", BertForMaskedLM,
                      "tools/export_zoo.py BertForMaskedLM(n_layer=12, d=768, n_head=12, d_ff=3072, "
                      "vocab=30522, max_pos=512, type_vocab=2)",
-                     "bert-base-uncased (BertForMaskedLM, 109,514,298 parameters)"))
+                     "bert-base-uncased (BertForMaskedLM, 109,514,298 parameters)", 512))
     specs.append(Spec(
         "t5_small", T5ForConditionalGeneration,
         "tools/export_zoo.py T5ForConditionalGeneration(n_layer=6+6, d_model=512, d_ff=2048, "
@@ -895,6 +900,7 @@ def export_one(spec, out_dir, fake_matmul=True):
         "torch_version": torch.__version__,
         "torchvision_version": torchvision.__version__,
         "inputs": [{"name": n, "shape": list(s), "dtype": dtype_name(d)} for n, s, d in spec.inputs],
+        **({"max_positions": spec.max_positions} if spec.max_positions else {}),
         "trainable_params": int(params),
         "buffers": int(sum(b.numel() for b in model.buffers())),
         "buffer_tensors": len(list(model.buffers())),

@@ -28,6 +28,8 @@ keeps again during its backward (the non-checkpointed run's layer-saved bytes / 
 peak adds.
 
 tests/unit/test_hf.c checks colloc against it. Run:  /usr/bin/python3 tools/hf_reference.py
+(and with --counts: the published parameter counts of data/hf/'s BERT, RoBERTa and T5
+configurations against these models at full size, into data/reference/hf_param_counts.json).
 """
 
 import json
@@ -45,8 +47,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_memory  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny", "opt_tiny", "gpt_neo_tiny"]
+CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny", "opt_tiny", "gpt_neo_tiny", "bert_tiny",
+           "roberta_tiny", "t5_tiny", "t5_v1_1_tiny"]
 BATCH, SEQ = 4, 32
+DEC_SEQ = 24  # T5's decoder length (its labels), unlike the encoder's
 
 _METER = []  # the SavedTensorMeter of the measurement in progress
 
@@ -405,8 +409,274 @@ class GPTNeo(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)  # tied LM head
 
 
+# --- BERT / RoBERTa (BertForMaskedLM / RobertaForMaskedLM, eager attention) ---------------------
+
+def extended_mask(b, t, dtype, causal=False):
+    """get_extended_attention_mask(torch.ones(b, t)): (1 - m[:, None, None, :]) * finfo.min, all
+    zeros; for a decoder the causal [b, 1, t, t] mask (create_extended_attention_mask_for_decoder)."""
+    m = torch.ones(b, t, dtype=dtype)
+    ext = m[:, None, None, :]
+    if causal:
+        seq = torch.arange(t)
+        c = (seq[None, None, :].repeat(b, t, 1) <= seq[None, :, None]).to(dtype)
+        ext = c[:, None, :, :] * ext
+    return (1.0 - ext) * torch.finfo(dtype).min
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, self.h = c["hidden_size"], c["num_attention_heads"]
+        self.hd = d // self.h
+        self.query, self.key, self.value = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.dropout = nn.Dropout(c.get("attention_probs_dropout_prob", 0.1))
+
+    def split(self, x):
+        b, t, _ = x.shape
+        return x.view(b, t, self.h, self.hd).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        b, t, d = x.shape
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd)
+        s = s + mask
+        p = self.dropout(F.softmax(s, dim=-1))
+        return torch.matmul(p, v).permute(0, 2, 1, 3).contiguous().view(b, t, d)
+
+
+class BertResidual(nn.Module):
+    """BertSelfOutput / BertOutput: LayerNorm(dropout(dense(h)) + x)."""
+
+    def __init__(self, d_in, d, c):
+        super().__init__()
+        self.dense = nn.Linear(d_in, d)
+        self.LayerNorm = nn.LayerNorm(d, eps=c.get("layer_norm_eps", 1e-12))
+        self.dropout = nn.Dropout(c.get("hidden_dropout_prob", 0.1))
+
+    def forward(self, h, x):
+        return self.LayerNorm(self.dropout(self.dense(h)) + x)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, ff = c["hidden_size"], c["intermediate_size"]
+        self.self_attn = BertSelfAttention(c)
+        self.attn_output = BertResidual(d, d, c)
+        self.intermediate = nn.Linear(d, ff)
+        self.output = BertResidual(ff, d, c)
+
+    def forward(self, x, mask):
+        a = self.attn_output(self.self_attn(x, mask), x)
+        return self.output(F.gelu(self.intermediate(a)), a)
+
+
+class Bert(nn.Module):
+    """BertForMaskedLM (roberta: RobertaForMaskedLM): no pooler; the MLM head's decoder is tied to
+    the word embeddings and has its own bias."""
+
+    def __init__(self, c):
+        super().__init__()
+        d, eps = c["hidden_size"], c.get("layer_norm_eps", 1e-12)
+        self.roberta = c["model_type"] == "roberta"
+        self.pad = c.get("pad_token_id", 1 if self.roberta else 0)
+        self.word_embeddings = nn.Embedding(c["vocab_size"], d)
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], d)
+        self.token_type_embeddings = nn.Embedding(c.get("type_vocab_size", 2), d)
+        self.register_buffer("token_type_ids", torch.zeros(1, c["max_position_embeddings"],
+                                                           dtype=torch.long), persistent=False)
+        self.register_buffer("position_ids", torch.arange(c["max_position_embeddings"])[None],
+                             persistent=False)
+        self.emb_norm = nn.LayerNorm(d, eps=eps)
+        self.emb_drop = nn.Dropout(c.get("hidden_dropout_prob", 0.1))
+        self.layers = nn.ModuleList(BertLayer(c) for _ in range(c["num_hidden_layers"]))
+        self.head_dense = nn.Linear(d, d)
+        self.head_norm = nn.LayerNorm(d, eps=eps)
+        self.head_bias = nn.Parameter(torch.zeros(c["vocab_size"]))
+
+    def lora_targets(self):
+        return [(l.self_attn, n) for l in self.layers for n in ("query", "value")]
+
+    def forward(self, ids):
+        b, t = ids.shape
+        if self.roberta:  # create_position_ids_from_input_ids
+            m = ids.ne(self.pad).int()
+            pos = (torch.cumsum(m, dim=1).type_as(m) * m).long() + self.pad
+        else:
+            pos = self.position_ids[:, :t]
+        tt = self.token_type_ids[:, :t].expand(b, t)
+        x = self.word_embeddings(ids) + self.token_type_embeddings(tt)
+        x += self.position_embeddings(pos)
+        x = self.emb_drop(self.emb_norm(x))
+        mask = extended_mask(b, t, x.dtype)
+        for layer in self.layers:
+            x = run_layer(layer, self.ckpt, x, mask)
+        h = self.head_norm(F.gelu(self.head_dense(x)))
+        return F.linear(h, self.word_embeddings.weight, self.head_bias)
+
+
+# --- T5 (T5ForConditionalGeneration, eager attention) ------------------------------------------
+
+class T5LayerNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        if self.weight.dtype in (torch.float16, torch.bfloat16):
+            x = x.to(self.weight.dtype)
+        return self.weight * x
+
+
+def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+    buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0).to(torch.long) * num_buckets
+        rel = torch.abs(rel)
+    else:
+        rel = -torch.min(rel, torch.zeros_like(rel))
+    max_exact = num_buckets // 2
+    is_small = rel < max_exact
+    large = max_exact + (torch.log(rel.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, rel, large)
+
+
+class T5Attention(nn.Module):
+    def __init__(self, c, decoder, relative):
+        super().__init__()
+        d, self.h, self.dk = c["d_model"], c["num_heads"], c["d_kv"]
+        inner = self.h * self.dk
+        self.decoder = decoder
+        self.nb = c.get("relative_attention_num_buckets", 32)
+        self.maxd = c.get("relative_attention_max_distance", 128)
+        self.q, self.k = nn.Linear(d, inner, bias=False), nn.Linear(d, inner, bias=False)
+        self.v, self.o = nn.Linear(d, inner, bias=False), nn.Linear(inner, d, bias=False)
+        self.p = c.get("dropout_rate", 0.1)
+        self.relative_attention_bias = nn.Embedding(self.nb, self.h) if relative else None
+
+    def forward(self, x, mask, bias, kv=None):
+        b, tq, _ = x.shape
+        kv = x if kv is None else kv
+        tk = kv.shape[1]
+        q = self.q(x).view(b, -1, self.h, self.dk).transpose(1, 2)
+        k = self.k(kv).view(b, -1, self.h, self.dk).transpose(1, 2)
+        v = self.v(kv).view(b, -1, self.h, self.dk).transpose(1, 2)
+        s = torch.matmul(q, k.transpose(3, 2))
+        if bias is None:
+            if self.relative_attention_bias is None:
+                bias = torch.zeros((1, self.h, tq, tk), dtype=s.dtype)
+            else:
+                rel = torch.arange(tk)[None, :] - torch.arange(tq)[:, None]
+                bucket = t5_bucket(rel, not self.decoder, self.nb, self.maxd)
+                bias = self.relative_attention_bias(bucket).permute([2, 0, 1]).unsqueeze(0)
+            bias = bias + mask
+        s += bias
+        w = F.softmax(s.float(), dim=-1).type_as(s)
+        w = F.dropout(w, p=self.p, training=self.training)
+        y = torch.matmul(w, v).transpose(1, 2).contiguous().view(b, -1, self.h * self.dk)
+        return self.o(y), bias
+
+
+class T5FF(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, ff = c["d_model"], c["d_ff"]
+        proj = c.get("feed_forward_proj", "relu")
+        self.gated = proj.startswith("gated-")
+        self.act = {"relu": F.relu, "gelu": F.gelu, "gated-gelu": gelu_new,
+                    "gated-relu": F.relu, "gated-silu": F.silu}[proj]
+        if self.gated:
+            self.wi_0, self.wi_1 = nn.Linear(d, ff, bias=False), nn.Linear(d, ff, bias=False)
+        else:
+            self.wi = nn.Linear(d, ff, bias=False)
+        self.wo = nn.Linear(ff, d, bias=False)
+        self.dropout = nn.Dropout(c.get("dropout_rate", 0.1))
+
+    def forward(self, x):
+        h = self.act(self.wi_0(x)) * self.wi_1(x) if self.gated else self.act(self.wi(x))
+        return self.wo(self.dropout(h))
+
+
+class T5Block(nn.Module):
+    def __init__(self, c, decoder, first):
+        super().__init__()
+        d, eps = c["d_model"], c.get("layer_norm_epsilon", 1e-6)
+        self.decoder = decoder
+        self.self_norm, self.self_attn = T5LayerNorm(d, eps), T5Attention(c, decoder, first)
+        if decoder:
+            self.cross_norm, self.cross_attn = T5LayerNorm(d, eps), T5Attention(c, True, False)
+        self.ff_norm, self.ff = T5LayerNorm(d, eps), T5FF(c)
+        self.drop = nn.Dropout(c.get("dropout_rate", 0.1))
+
+    def forward(self, x, mask, bias, enc=None, enc_mask=None, xbias=None):
+        y, bias = self.self_attn(self.self_norm(x), mask, bias)
+        x = x + self.drop(y)
+        if self.decoder:
+            y, xbias = self.cross_attn(self.cross_norm(x), enc_mask, xbias, kv=enc)
+            x = x + self.drop(y)
+        x = x + self.drop(self.ff(self.ff_norm(x)))
+        return (x, bias, xbias) if self.decoder else (x, bias)
+
+
+class T5Stack(nn.Module):
+    def __init__(self, c, n, decoder):
+        super().__init__()
+        self.decoder = decoder
+        self.block = nn.ModuleList(T5Block(c, decoder, i == 0) for i in range(n))
+        self.final_layer_norm = T5LayerNorm(c["d_model"], c.get("layer_norm_epsilon", 1e-6))
+        self.dropout = nn.Dropout(c.get("dropout_rate", 0.1))
+
+    def forward(self, x, ckpt, enc=None):
+        b, t, _ = x.shape
+        mask = extended_mask(b, t, x.dtype, causal=self.decoder)
+        enc_mask = extended_mask(b, enc.shape[1], x.dtype) if self.decoder else None
+        bias = xbias = None
+        x = self.dropout(x)
+        for blk in self.block:
+            if self.decoder:
+                x, bias, xbias = run_layer(blk, ckpt, x, mask, bias, enc, enc_mask, xbias)
+            else:
+                x, bias = run_layer(blk, ckpt, x, mask, bias)
+        return self.dropout(self.final_layer_norm(x))
+
+
+class T5(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["d_model"]
+        self.d = d
+        self.shared = nn.Embedding(c["vocab_size"], d)
+        self.encoder = T5Stack(c, c["num_layers"], False)
+        self.decoder = T5Stack(c, c.get("num_decoder_layers") or c["num_layers"], True)
+        self.tied = c.get("tie_word_embeddings", True)
+        if not self.tied:
+            self.lm_head = nn.Linear(d, c["vocab_size"], bias=False)
+        self.n_blocks = len(self.encoder.block) + len(self.decoder.block)
+
+    def lora_targets(self):
+        out = []
+        for stack in (self.encoder, self.decoder):
+            for blk in stack.block:
+                for attn in ([blk.self_attn, blk.cross_attn] if stack.decoder else [blk.self_attn]):
+                    out += [(attn, "q"), (attn, "v")]
+        return out
+
+    def forward(self, ids, dec_ids):
+        enc = self.encoder(self.shared(ids), self.ckpt)
+        y = self.decoder(self.shared(dec_ids), self.ckpt, enc)
+        if self.tied:
+            return F.linear(y * (self.d ** -0.5), self.shared.weight)
+        return self.lm_head(y)
+
+
 FAMILIES = {"gpt2": GPT2, "llama": Llama, "qwen2": Llama, "mistral": Llama, "opt": OPT,
-            "gpt_neo": GPTNeo}
+            "gpt_neo": GPTNeo, "bert": Bert, "roberta": Bert, "t5": T5}
 
 
 def build(name, trainable, precision, ckpt=False):
@@ -425,7 +695,52 @@ def build(name, trainable, precision, ckpt=False):
     return model.train()
 
 
+# Published parameter counts (model.num_parameters(): unique parameters, tied weights once) of
+# the checkpoints whose config.json is in data/hf/, and what this file's torch.nn models of the
+# same configurations count: `hf_reference.py --counts`.  BertModel / RobertaModel are the bare
+# encoders with their pooler (dense d x d + bias), as the model cards count them; colloc builds
+# the *ForMaskedLM model, which has no pooler and adds the MLM head.
+PUBLISHED = {
+    "bert-base-uncased": ("BertModel", 109482240),
+    "roberta-base": ("RobertaModel", 124645632),
+    "t5-small": ("T5ForConditionalGeneration", 60506624),
+    "t5-base": ("T5ForConditionalGeneration", 222903552),
+    "t5-v1_1-base": ("T5ForConditionalGeneration", 247577856),
+}
+
+
+def count_published():
+    """Build each data/hf/ configuration of PUBLISHED at full size and count its parameters."""
+    out = {}
+    for name, (cls, published) in PUBLISHED.items():
+        with open(os.path.join(ROOT, "data", "hf", name, "config.json")) as f:
+            c = json.load(f)
+        model = FAMILIES[c["model_type"]](c)
+        full = sum(p.numel() for p in model.parameters())
+        rec = {"model": type(model).__name__, "params": full, "published_class": cls,
+               "published": published}
+        if isinstance(model, Bert):
+            d = c["hidden_size"]
+            head = sum(p.numel() for n, p in model.named_parameters() if n.startswith("head_"))
+            rec["encoder_with_pooler"] = full - head + d * d + d
+            rec["mlm_head"] = head
+            counted = rec["encoder_with_pooler"]
+        else:
+            counted = full
+        rec["matches"] = counted == published
+        out[name] = rec
+        print(name, rec, file=sys.stderr)
+        del model
+    return out
+
+
 def main():
+    if sys.argv[1:] == ["--counts"]:
+        out = count_published()
+        with open(os.path.join(ROOT, "data", "reference", "hf_param_counts.json"), "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+            f.write("\n")
+        sys.exit(0 if all(r["matches"] for r in out.values()) else 1)
     out = {}
     gen = torch.Generator().manual_seed(0)
     for name in CONFIGS:
@@ -434,12 +749,25 @@ def main():
             if True:
                 model = build(name, trainable, precision, ckpt)
                 ids = torch.randint(0, 512, (BATCH, SEQ), generator=gen)
-                labels = ids[:, 1:].reshape(-1).clone()
+                t5 = isinstance(model, T5)
+                if isinstance(model, (T5, Bert)):
+                    # masked-LM / seq2seq labels: cross-entropy over every position (labels
+                    # of -100 change no tensor's size)
+                    dec = torch.randint(0, 512, (BATCH, DEC_SEQ), generator=gen) if t5 else None
+                    labels = (dec if t5 else ids).reshape(-1).clone()
 
-                def loss_fn(logits):
-                    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels)
+                    def loss_fn(logits):
+                        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
+                    inputs = (ids, dec) if t5 else (ids,)
+                else:
+                    labels = ids[:, 1:].reshape(-1).clone()
 
-                rec = reference_memory.measure_training(model, (ids,), labels, loss_fn)
+                    def loss_fn(logits):
+                        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                               labels)
+                    inputs = (ids,)
+
+                rec = reference_memory.measure_training(model, inputs, labels, loss_fn)
                 if ckpt:
                     rec["checkpoint_held_bytes"] = _METER[0].held
                 # what CUDA saves: bool dropout masks and float32 layer-norm statistics
@@ -447,7 +775,8 @@ def main():
                     _METER[0].cuda_stats_extra
                 rec = {"config": "tests/data/hf/%s.json" % name, "trainable": trainable,
                        "precision": precision, "gradient_checkpointing": ckpt,
-                       "batch": BATCH, "seq": SEQ,
+                       "batch": BATCH, "seq": SEQ, **({"dec_seq": DEC_SEQ} if t5 else {}),
+                       "loss": "cross-entropy" if isinstance(model, (T5, Bert)) else "causal-lm",
                        "torch_version": torch.__version__.split("+")[0],
                        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
                        "frozen_params": sum(p.numel() for p in model.parameters() if not p.requires_grad),
@@ -457,7 +786,8 @@ def main():
                     full = out["%s/%s/%s" % (name, trainable, precision)]
                     # the ops outside the layers save the same either way; what the layers
                     # saved without checkpointing, per layer, is what a recomputation keeps
-                    layers = len(model.blocks if hasattr(model, "blocks") else model.layers)
+                    layers = getattr(model, "n_blocks", None) or \
+                        len(model.blocks if hasattr(model, "blocks") else model.layers)
                     outside = rec["saved_bytes_forward_bool_masks"] - rec["checkpoint_held_bytes"]
                     rec["checkpoint_layer_saved_bytes"] = \
                         (full["saved_bytes_forward_bool_masks"] - outside) // layers

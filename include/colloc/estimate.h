@@ -53,6 +53,41 @@ enum colloc_loss {
 	COLLOC_LOSS_COUNT_
 };
 
+/*
+ * Data-parallel training on several GPUs (colloc_estimate_opts.parallel,
+ * with .gpus), estimated for one GPU. What each GPU holds of the model
+ * state, with N GPUs (docs/transformers.md has the rules and sources):
+ *  - ddp: everything, plus the gradient buckets: DistributedDataParallel
+ *    (gradient_as_bucket_view=False, its default) all-reduces flat bucket
+ *    tensors that hold a copy of every gradient (bucket_cap_mb 25, the
+ *    first bucket 1 MiB), allocated when the model is wrapped;
+ *  - zero1 (DeepSpeed ZeRO stage 1): optimizer states / N, plus one
+ *    reduce bucket (reduce_bucket_size, 5e8 elements, or the trainable
+ *    count when smaller);
+ *  - zero2: gradients / N too, and the same reduce bucket;
+ *  - zero3, fsdp (FULL_SHARD, one unit per transformer layer): parameters
+ *    / N too, plus the unsharded parameters of two units (the one
+ *    computing and the next all-gathered ahead of it) and the unsharded
+ *    gradients of one (before its reduce-scatter), of the largest layer
+ *    for Hugging Face configurations; other graphs are one unit, the
+ *    whole model (FSDP without a wrap policy gathers the root module
+ *    whole), gathered once with its gradients.
+ * Each tensor is sharded as ceil(numel / N) elements. Activations do not
+ * change (the batch is per GPU).
+ */
+enum colloc_parallel {
+	COLLOC_PAR_NONE = 0, /* one GPU */
+	COLLOC_PAR_DDP,
+	COLLOC_PAR_ZERO1,
+	COLLOC_PAR_ZERO2,
+	COLLOC_PAR_ZERO3,
+	COLLOC_PAR_FSDP,
+	COLLOC_PAR_COUNT_
+};
+const char *colloc_parallel_name(int par); /* "none", "ddp", "zero1", ... */
+int colloc_parallel_parse(const char *s); /* -1 if unknown */
+#define COLLOC_MAX_GPUS 65536
+
 enum colloc_phase {
 	COLLOC_PHASE_SETUP = 0, /* model.to(cuda), optimizer constructor */
 	COLLOC_PHASE_FORWARD,
@@ -88,6 +123,10 @@ struct colloc_estimate_opts {
 	uint64_t gpu_memory_bytes;
 	/* Which peak `fits` and `headroom_bytes` test (enum colloc_safety). */
 	int safety;
+	/* Data parallelism (enum colloc_parallel) over gpus GPUs (0 or 1 =
+	 * one; at most COLLOC_MAX_GPUS): the estimate is one GPU's. */
+	int parallel;
+	int gpus;
 };
 
 /* What a memory decision trusts: the point estimate, or its upper bound
@@ -160,6 +199,11 @@ struct colloc_estimate {
 	/* Exact sizes of trainable parameters, their gradients and the
 	 * optimizer's GPU state (not rounded by the allocator). */
 	uint64_t param_bytes, grad_bytes, optimizer_state_bytes;
+	/* With opts.parallel: these three are one GPU's shards, and
+	 * parallel_buffer_bytes what the data-parallel runtime adds on it
+	 * (DDP buckets, ZeRO reduce bucket, gathered units; see
+	 * enum colloc_parallel). */
+	uint64_t parallel_buffer_bytes;
 
 	/* When the allocated peak happens. */
 	int peak_iteration; /* 0-based */

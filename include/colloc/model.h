@@ -110,8 +110,14 @@ struct colloc_model {
 	/* Values a dim takes when the caller gives none. */
 	size_t n_defaults;
 	struct colloc_binding defaults[COLLOC_MODEL_MAX_DIMS];
-	/* Longest sequence the model accepts (positions); 0 = unknown. */
+	/* Longest sequence the model accepts (positions); 0 = unknown or
+	 * unlimited (T5's relative positions). */
 	int64_t max_seq;
+	/* The loss its training computes (enum colloc_loss) when the caller
+	 * names none: for Hugging Face configurations causal-lm (decoders)
+	 * or cross-entropy (BERT's masked-LM head, T5's labels); ONNX and zoo
+	 * graphs leave it cross-entropy. */
+	int loss;
 
 	/* Parameter counts after the options (PyTorch's numel over
 	 * parameters() with and without requires_grad). */
@@ -184,6 +190,23 @@ int colloc_estimate_model(struct colloc_model *m, const struct colloc_model_dims
 int colloc_estimate_max_batch(struct colloc_model *m, const struct colloc_model_dims *d,
 			      const struct colloc_estimate_opts *opts, int64_t *batch,
 			      struct colloc_estimate *at, struct colloc_diag *diag);
+
+/*
+ * The longest sequence whose estimate at d->batch (which must be set)
+ * fits opts->gpu_memory_bytes (which must be set) under opts->safety: every
+ * sequence dim of m bound to it (named dims in d win, as in
+ * colloc_model_infer()), doubling from 1 and bisecting, up to m's position
+ * limit (max_seq) or COLLOC_MODEL_MAX_SEQ when it has none. *seq is 0 when
+ * not even 1 fits; otherwise *at holds the estimate at *seq and the graph is
+ * left inferred there; *capped says the position limit, not the memory,
+ * stopped it. d->seq is ignored. Returns 0 or the first failing estimate's
+ * code; COLLOC_EUSAGE for a model without sequence dims.
+ */
+#define COLLOC_MODEL_MAX_SEQ (1 << 24)
+int colloc_estimate_max_seq(struct colloc_model *m, const struct colloc_model_dims *d,
+			    const struct colloc_estimate_opts *opts, int64_t *seq,
+			    bool *capped, struct colloc_estimate *at,
+			    struct colloc_diag *diag);
 
 /*
  * Predict one training step of m at the dims it was last inferred at

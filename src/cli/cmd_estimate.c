@@ -60,7 +60,17 @@ static const char estimate_usage[] =
 	"  --context-bytes SIZE   override the profile's CUDA context size\n"
 	"  --gpu-memory SIZE      say whether the job fits, with the headroom\n"
 	"                         (default with --max-batch: the profile's GPU)\n"
-	"  --max-batch            print the largest batch that fits\n"
+	"  --max-batch            print the largest batch that fits\n";
+/* the rest (one literal would pass C99's 4095-character minimum) */
+static const char estimate_usage_2[] =
+	"  --max-seq              print the longest sequence that fits at --batch N,\n"
+	"                         up to the model's position limit\n"
+	"  --parallel MODE        ddp|zero1|zero2|zero3|fsdp: data-parallel training,\n"
+	"                         estimated for one GPU: ZeRO-1 shards optimizer\n"
+	"                         states, ZeRO-2 also gradients, ZeRO-3/FSDP also\n"
+	"                         parameters (+ gathered layers); DDP adds its\n"
+	"                         gradient buckets (docs/transformers.md)\n"
+	"  --gpus N               GPUs the model is sharded over (1)\n"
 	"  --calibrate RUNS.csv   fit --platform's context_bytes to your measured\n"
 	"                         runs and print the new profile (--out FILE\n"
 	"                         writes it); RUNS.csv: model,batch,peak_bytes\n"
@@ -89,7 +99,7 @@ struct est_args {
 	struct colloc_perf_opts perf;
 	struct colloc_platform plat;
 	const char *precision_name; /* bf16 / fp16 (pure half weights) */
-	bool have_plat, json, explain, max_batch;
+	bool have_plat, json, explain, max_batch, max_seq;
 };
 
 void cli_perf_json(cJSON *r, const struct colloc_perf *p, const char *error, bool explain)
@@ -216,6 +226,27 @@ static void model_json(cJSON *r, const struct colloc_model *m, const struct est_
 		cJSON_AddItemToArray(n, cJSON_CreateString(m->notes[k]));
 }
 
+/* what --parallel adds on each GPU; layered: the model's units are its
+ * transformer layers (Hugging Face configurations), else the whole model */
+static const char *parallel_buffer_what(int par, bool layered)
+{
+	switch (par) {
+	case COLLOC_PAR_DDP:
+		return "DDP gradient buckets (a copy of every gradient)";
+	case COLLOC_PAR_ZERO1:
+	case COLLOC_PAR_ZERO2:
+		return "ZeRO reduce bucket (reduce_bucket_size 5e8 elements)";
+	case COLLOC_PAR_ZERO3:
+	case COLLOC_PAR_FSDP:
+		return layered ? "gathered parameters of two units, gradients of "
+				 "one (the largest layer)"
+			       : "gathered parameters of two units, gradients of "
+				 "one (the whole model: no layers known)";
+	default:
+		return "none";
+	}
+}
+
 static int print_json(const char *model, int64_t batch, const struct est_args *a,
 		      const struct colloc_model *m, const struct colloc_estimate *e,
 		      const struct colloc_perf *p, const char *perr)
@@ -285,6 +316,24 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 			cJSON_AddItemToArray(x, o);
 		}
 	}
+	if (a->opts.parallel != COLLOC_PAR_NONE) {
+		x = cJSON_AddObjectToObject(r, "parallel");
+		cJSON_AddStringToObject(x, "mode",
+					colloc_parallel_name(a->opts.parallel));
+		cJSON_AddItemToObject(x, "gpus",
+				      cli_json_i64(a->opts.gpus > 0 ? a->opts.gpus : 1));
+		/* one GPU's shards and what the runtime adds on it */
+		cJSON_AddItemToObject(x, "param_bytes", cli_json_u64(e->param_bytes));
+		cJSON_AddItemToObject(x, "grad_bytes", cli_json_u64(e->grad_bytes));
+		cJSON_AddItemToObject(x, "optimizer_state_bytes",
+				      cli_json_u64(e->optimizer_state_bytes));
+		cJSON_AddItemToObject(x, "buffer_bytes",
+				      cli_json_u64(e->parallel_buffer_bytes));
+		cJSON_AddStringToObject(
+			x, "buffer",
+			parallel_buffer_what(a->opts.parallel,
+					     m->source == COLLOC_MODEL_HF));
+	}
 	cJSON_AddItemToObject(r, "allocator_events", cli_json_u64(e->events));
 	if (model_described(m, a))
 		model_json(r, m, a);
@@ -347,6 +396,20 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 	line("context and libraries", e->breakdown.context_bytes);
 	printf("saved for backward by one forward pass: %s\n",
 	       colloc_format_bytes(e->saved_activation_bytes, b1, sizeof(b1)));
+	if (a->opts.parallel != COLLOC_PAR_NONE) {
+		char b4[32];
+
+		printf("per GPU (%s, %d GPUs): parameters %s, gradients %s, "
+		       "optimizer state %s, + %s %s\n",
+		       colloc_parallel_name(a->opts.parallel),
+		       a->opts.gpus > 0 ? a->opts.gpus : 1,
+		       colloc_format_bytes(e->param_bytes, b1, sizeof(b1)),
+		       colloc_format_bytes(e->grad_bytes, b2, sizeof(b2)),
+		       colloc_format_bytes(e->optimizer_state_bytes, b3, sizeof(b3)),
+		       colloc_format_bytes(e->parallel_buffer_bytes, b4, sizeof(b4)),
+		       parallel_buffer_what(a->opts.parallel,
+					    m->source == COLLOC_MODEL_HF));
+	}
 	if (a->opts.gpu_memory_bytes)
 		printf("fits in %s (%s): %s (headroom %s%s)\n",
 		       colloc_format_bytes(a->opts.gpu_memory_bytes, b1, sizeof(b1)),
@@ -441,6 +504,63 @@ static int list_platforms(void)
 	return CLI_OK;
 }
 
+/* --max-seq: the longest sequence that fits at the batch given. */
+static int print_max_seq(const char *model, struct colloc_model *m, struct est_args *a)
+{
+	struct colloc_model_dims md = {a->dims.batch, 0, a->dims.dims, a->dims.n_dims,
+				       true};
+	struct colloc_diag diag = {{0}};
+	struct colloc_estimate e;
+	int64_t seq = 0;
+	bool capped = false;
+	char b1[32], b2[32];
+	int rc = colloc_estimate_max_seq(m, &md, &a->opts, &seq, &capped, &e, &diag);
+
+	if (rc)
+		return cli_estimate_error(model, rc, &diag);
+	if (a->json) {
+		cJSON *r = cJSON_CreateObject();
+		char *text;
+
+		if (!r)
+			return CLI_ERROR;
+		cJSON_AddStringToObject(r, "model", model);
+		cJSON_AddItemToObject(r, "batch", cli_json_i64(a->dims.batch));
+		cJSON_AddItemToObject(r, "max_seq", cli_json_i64(seq));
+		if (m->max_seq > 0)
+			cJSON_AddItemToObject(r, "position_limit",
+					      cli_json_i64(m->max_seq));
+		cJSON_AddBoolToObject(r, "limited_by_positions", capped);
+		cJSON_AddItemToObject(r, "gpu_memory_bytes",
+				      cli_json_u64(a->opts.gpu_memory_bytes));
+		cJSON_AddStringToObject(r, "safety", colloc_safety_name(a->opts.safety));
+		cJSON_AddItemToObject(r, "peak_device_bytes",
+				      cli_json_u64(seq > 0 ? e.peak_device_bytes : 0));
+		cJSON_AddItemToObject(
+			r, "peak_device_upper_bytes",
+			cli_json_u64(seq > 0 ? e.peak_device_upper_bytes : 0));
+		text = cJSON_PrintUnformatted(r);
+		cJSON_Delete(r);
+		if (!text)
+			return CLI_ERROR;
+		puts(text);
+		free(text);
+	} else if (seq == 0) {
+		printf("%s: not even a sequence of 1 fits in %s at batch %lld\n", model,
+		       colloc_format_bytes(a->opts.gpu_memory_bytes, b1, sizeof(b1)),
+		       (long long)a->dims.batch);
+	} else {
+		printf("%s: longest sequence that fits in %s at batch %lld: %lld%s (peak "
+		       "device %s)\n",
+		       model,
+		       colloc_format_bytes(a->opts.gpu_memory_bytes, b1, sizeof(b1)),
+		       (long long)a->dims.batch, (long long)seq,
+		       capped ? ", the model's position limit" : "",
+		       colloc_format_bytes(e.peak_device_bytes, b2, sizeof(b2)));
+	}
+	return CLI_OK;
+}
+
 int cmd_estimate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -472,6 +592,9 @@ int cmd_estimate(int argc, char **argv)
 		{"freeze", required_argument, NULL, 'F'},
 		{"gradient-checkpointing", no_argument, NULL, 'K'},
 		{"attention", required_argument, NULL, 'A'},
+		{"parallel", required_argument, NULL, 'R'},
+		{"max-seq", no_argument, NULL, 'Q'},
+		{"gpus", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -612,6 +735,26 @@ int cmd_estimate(int argc, char **argv)
 		case 'm':
 			a.max_batch = true;
 			break;
+		case 'Q':
+			a.max_seq = true;
+			break;
+		case 'R':
+			if ((a.opts.parallel = colloc_parallel_parse(optarg)) < 0) {
+				cli_error("--parallel wants none, ddp, zero1, zero2, "
+					  "zero3 or "
+					  "fsdp, not '%s'",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'N':
+			if (colloc_parse_u64(optarg, COLLOC_MAX_GPUS, &v) || v == 0) {
+				cli_error("--gpus wants 1..%d, not '%s'", COLLOC_MAX_GPUS,
+					  optarg);
+				return CLI_USAGE;
+			}
+			a.opts.gpus = (int)v;
+			break;
 		case 'D':
 		case 'H':
 			if (cli_parse_nonneg(optarg, c == 'D' ? 1e6 : 1e5,
@@ -641,6 +784,7 @@ int cmd_estimate(int argc, char **argv)
 			return list_platforms();
 		case 'h':
 			fputs(estimate_usage, stdout);
+			fputs(estimate_usage_2, stdout);
 			return CLI_OK;
 		default:
 			cli_error("estimate: unknown or incomplete option '%s' (see "
@@ -659,6 +803,13 @@ int cmd_estimate(int argc, char **argv)
 		}
 		return cli_calibrate(calibrate, platform, out_path, subtracted, &a.opts);
 	}
+	if (a.opts.gpus > 1 && a.opts.parallel == COLLOC_PAR_NONE) {
+		cli_error(
+			"estimate: --gpus %d needs --parallel ddp|zero1|zero2|zero3|fsdp "
+			"(how the GPUs share the model)",
+			a.opts.gpus);
+		return CLI_USAGE;
+	}
 	if (out_path || subtracted) {
 		cli_error("estimate: --out and --context-subtracted are for --calibrate");
 		return CLI_USAGE;
@@ -675,6 +826,19 @@ int cmd_estimate(int argc, char **argv)
 	if ((rc = cli_platform_load(platform, &a.plat)))
 		return rc;
 	a.opts.platform = &a.plat;
+	if (a.max_batch && a.max_seq) {
+		cli_error(
+			"estimate: --max-batch and --max-seq search one dimension each: "
+			"give --seq N to the first or --batch N to the second");
+		return CLI_USAGE;
+	}
+	if (a.max_seq && !a.opts.gpu_memory_bytes)
+		a.opts.gpu_memory_bytes = a.plat.gpu_memory_bytes;
+	if (a.max_seq && !a.opts.gpu_memory_bytes) {
+		cli_error("--max-seq needs --gpu-memory SIZE (or a --platform with a "
+			  "GPU size)");
+		return CLI_USAGE;
+	}
 	if (a.max_batch && !a.opts.gpu_memory_bytes)
 		a.opts.gpu_memory_bytes = a.plat.gpu_memory_bytes;
 	if (a.max_batch && !a.opts.gpu_memory_bytes) {
@@ -687,14 +851,17 @@ int cmd_estimate(int argc, char **argv)
 	g = m->graph;
 	/* a configuration's graph is a causal language model's */
 	if (m->source == COLLOC_MODEL_HF && !have_loss)
-		a.opts.loss = COLLOC_LOSS_CAUSAL_LM;
+		a.opts.loss = m->loss;
 	if (!a.max_batch && !a.dims.batch) {
 		/* a graph exported without a dynamic batch axis is estimated at
 		 * the batch it was exported at */
 		a.dims.batch = colloc_graph_fixed_batch(g);
 		if (!a.dims.batch) {
 			colloc_model_destroy(m);
-			cli_error("estimate: --batch N is required (or --max-batch)");
+			cli_error("estimate: --batch N is required (or --max-batch)%s",
+				  a.max_seq ? ": --max-seq searches the sequence at a "
+					      "given batch"
+					    : "");
 			return CLI_USAGE;
 		}
 	}
@@ -707,6 +874,11 @@ int cmd_estimate(int argc, char **argv)
 			argv[optind], (long long)colloc_graph_fixed_batch(g));
 		colloc_model_destroy(m);
 		return CLI_USAGE;
+	}
+	if (a.max_seq) {
+		rc = print_max_seq(argv[optind], m, &a);
+		colloc_model_destroy(m);
+		return rc;
 	}
 	if (a.max_batch) {
 		struct colloc_model_dims md = {0, a.dims.seq, a.dims.dims, a.dims.n_dims,

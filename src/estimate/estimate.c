@@ -75,6 +75,79 @@ int colloc_loss_parse(const char *s)
 	return parse_in(loss_names, COLLOC_LOSS_COUNT_, s);
 }
 
+static const char *const par_names[COLLOC_PAR_COUNT_] = {"none",  "ddp",   "zero1",
+							 "zero2", "zero3", "fsdp"};
+
+const char *colloc_parallel_name(int par)
+{
+	return par >= 0 && par < COLLOC_PAR_COUNT_ ? par_names[par] : "?";
+}
+
+int colloc_parallel_parse(const char *s)
+{
+	return parse_in(par_names, COLLOC_PAR_COUNT_, s);
+}
+
+void colloc__shard_of(const struct colloc_estimate_opts *opts, struct colloc__shard *s)
+{
+	int p = opts->parallel;
+
+	s->n = opts->gpus > 1 && p != COLLOC_PAR_NONE ? (uint64_t)opts->gpus : 1;
+	s->states = s->n > 1 && p >= COLLOC_PAR_ZERO1;
+	s->grads = s->n > 1 && p >= COLLOC_PAR_ZERO2;
+	s->params = s->n > 1 && p >= COLLOC_PAR_ZERO3;
+}
+
+uint64_t colloc__shard_bytes(const struct colloc_tensor *t, uint64_t n)
+{
+	uint64_t numel = colloc_tensor_numel(t), bytes = colloc_tensor_bytes(t);
+
+	if (n <= 1 || numel == 0)
+		return bytes;
+	return (numel + n - 1) / n * (bytes / numel);
+}
+
+/* DeepSpeed's default reduce_bucket_size, in elements */
+#define ZERO_REDUCE_BUCKET_ELEMS 500000000ull
+
+uint64_t colloc__parallel_buffer_bytes(const struct colloc_graph *g,
+				       const struct colloc_estimate_opts *opts,
+				       const struct colloc__estimate_ext *ext)
+{
+	struct colloc_param_totals pt;
+	struct colloc__shard sh;
+	uint64_t unit, unit_train;
+
+	colloc__shard_of(opts, &sh);
+	if (sh.n <= 1 && opts->parallel != COLLOC_PAR_DDP)
+		return 0;
+	colloc_graph_param_totals(g, &pt);
+	switch (opts->parallel) {
+	case COLLOC_PAR_DDP:
+		/* the buckets hold a copy of every gradient */
+		return pt.trainable_bytes;
+	case COLLOC_PAR_ZERO1:
+	case COLLOC_PAR_ZERO2:
+		if (!pt.trainable)
+			return 0;
+		return (pt.trainable < ZERO_REDUCE_BUCKET_ELEMS
+				? pt.trainable
+				: ZERO_REDUCE_BUCKET_ELEMS) *
+		       (pt.trainable_bytes / pt.trainable);
+	case COLLOC_PAR_ZERO3:
+	case COLLOC_PAR_FSDP:
+		if (!ext || !ext->unit_param_bytes)
+			/* one unit, the root module: nothing to prefetch */
+			return pt.trainable_bytes + pt.frozen_bytes + pt.trainable_bytes;
+		unit = ext->unit_param_bytes;
+		unit_train = ext->unit_trainable_bytes;
+		/* two units' gathered parameters, one unit's full gradients */
+		return 2 * unit + unit_train;
+	default:
+		return 0;
+	}
+}
+
 void colloc_estimate_opts_init(struct colloc_estimate_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -173,7 +246,9 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 	memset(out, 0, sizeof(*out));
 	if (opts->optimizer < 0 || opts->optimizer >= COLLOC_OPT_COUNT_ ||
 	    opts->precision < 0 || opts->precision >= COLLOC_PREC_COUNT_ ||
-	    opts->loss < 0 || opts->loss >= COLLOC_LOSS_COUNT_)
+	    opts->loss < 0 || opts->loss >= COLLOC_LOSS_COUNT_ || opts->parallel < 0 ||
+	    opts->parallel >= COLLOC_PAR_COUNT_ || opts->gpus < 0 ||
+	    opts->gpus > COLLOC_MAX_GPUS)
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid estimator options");
 	for (int i = 0; i < g->n_tensors; i++)
 		if (g->tensors[i].rank < 0 && g->tensors[i].role == COLLOC_TENSOR_INPUT)
@@ -228,12 +303,20 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 		/* Exact (unrounded) sizes, as torch reports tensor nbytes. */
 		struct colloc_param_totals pt;
 
+		struct colloc__shard sh;
+		uint64_t shard = 0;
+
 		colloc_graph_param_totals(g, &pt);
-		out->param_bytes = pt.trainable_bytes;
-		out->grad_bytes = pt.trainable_bytes;
+		colloc__shard_of(opts, &sh);
+		for (int i = 0; sh.n > 1 && i < g->n_tensors; i++)
+			if (g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE)
+				shard += colloc__shard_bytes(&g->tensors[i], sh.n);
+		out->param_bytes = sh.params ? shard : pt.trainable_bytes;
+		out->grad_bytes = sh.grads ? shard : pt.trainable_bytes;
 		out->optimizer_state_bytes =
-			pt.trainable_bytes *
+			(sh.states ? shard : pt.trainable_bytes) *
 			(uint64_t)colloc__optimizer_state_factor(opts->optimizer);
+		out->parallel_buffer_bytes = colloc__parallel_buffer_bytes(g, opts, ext);
 	}
 	out->peak_iteration = r1.peak_iter;
 	out->peak_phase = r1.peak_phase;

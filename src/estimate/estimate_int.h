@@ -106,7 +106,27 @@ struct colloc__estimate_ext {
 	 * region's forward (saving as usual) just before its gradients. */
 	int n_segs;
 	const int *seg_first, *seg_end;
+	/* ZeRO-3 / FSDP: the parameters (all) and the trainable ones of the
+	 * largest unit the runtime gathers (a transformer layer); 0 = the
+	 * whole model is one unit. */
+	uint64_t unit_param_bytes, unit_trainable_bytes;
 };
+
+/* What opts->parallel shards, for gpus (>= 1) GPUs. */
+struct colloc__shard {
+	uint64_t n; /* 1: nothing sharded */
+	bool params, grads, states;
+};
+void colloc__shard_of(const struct colloc_estimate_opts *opts, struct colloc__shard *s);
+
+/* One GPU's part of tensor t under s (ceil(numel / n) elements). */
+uint64_t colloc__shard_bytes(const struct colloc_tensor *t, uint64_t n);
+
+/* The bytes opts->parallel adds on each GPU for g (enum colloc_parallel),
+ * with ext's unit sizes (ext may be NULL). */
+uint64_t colloc__parallel_buffer_bytes(const struct colloc_graph *g,
+				       const struct colloc_estimate_opts *opts,
+				       const struct colloc__estimate_ext *ext);
 
 /* colloc_estimate_run() with the extensions above (ext may be NULL). */
 int colloc__estimate_run_ext(const struct colloc_graph *g,

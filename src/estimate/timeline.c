@@ -63,6 +63,7 @@ struct tl {
 	uint8_t *esz; /* graph tensor -> element size at run time (autocast) */
 	int *wcast; /* parameter -> its autocast (half) copy, -1 if none */
 	bool amp; /* torch.autocast to fp16/bf16 */
+	struct colloc__shard sh; /* what --parallel keeps of each on a GPU */
 
 	/* Gradient checkpointing (colloc__estimate_ext): the region of each
 	 * node (-1: none), the storages each region holds for its backward
@@ -656,9 +657,14 @@ static int grad_into(struct tl *t, int in, int from_out, bool as_view)
 
 	if (p >= 0) {
 		/* AccumulateGrad: the first gradient becomes .grad; later
-		 * ones (tied weights) are added into it. */
+		 * ones (tied weights) are added into it. ZeRO-2/3 and FSDP
+		 * keep this GPU's shard of it (the unsharded gradient is in
+		 * the runtime's buffers). */
 		if (t->pgrad[p] < 0 || !t->st[t->pgrad[p]].alive) {
-			rc = st_new(t, bytes, COLLOC_MEM_GRAD, t->node, "gradient of",
+			rc = st_new(t,
+				    t->sh.grads ? colloc__shard_bytes(T(t, p), t->sh.n)
+						: bytes,
+				    COLLOC_MEM_GRAD, t->node, "gradient of",
 				    &t->pgrad[p]);
 			if (rc)
 				return rc;
@@ -1122,7 +1128,11 @@ static int make_states(struct tl *t)
 	for (int rep = 0; rep < f; rep++)
 		for (int i = 0; i < g->n_tensors; i++)
 			if (g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE) {
-				rc = st_new(t, colloc_tensor_bytes(&g->tensors[i]),
+				rc = st_new(t,
+					    t->sh.states
+						    ? colloc__shard_bytes(&g->tensors[i],
+									  t->sh.n)
+						    : colloc_tensor_bytes(&g->tensors[i]),
 					    COLLOC_MEM_OPTIMIZER, -1,
 					    "optimizer state of", &s);
 				if (rc)
@@ -1157,7 +1167,10 @@ static int run_step(struct tl *t, int iter)
 	n_par = 0;
 	for (int i = 0; i < g->n_tensors; i++)
 		if (g->tensors[i].param_class == COLLOC_PARAM_TRAINABLE) {
-			rc = st_new(t, colloc_tensor_bytes(&g->tensors[i]),
+			rc = st_new(t,
+				    t->sh.states
+					    ? colloc__shard_bytes(&g->tensors[i], t->sh.n)
+					    : colloc_tensor_bytes(&g->tensors[i]),
 				    COLLOC_MEM_TEMPORARY, -1,
 				    "optimizer foreach temporary", &tmp[n_par++]);
 			if (rc) {
@@ -1168,6 +1181,39 @@ static int run_step(struct tl *t, int iter)
 	for (int k = 0; k < n_par; k++)
 		st_free(t, tmp[k]);
 	free(tmp);
+	return 0;
+}
+
+/*
+ * What the data-parallel runtime allocates when it wraps the model, held
+ * for the whole run (enum colloc_parallel): DDP's buckets (the first of
+ * 1 MiB, then bucket_cap_mb = 25 MiB each), ZeRO's reduce bucket, or
+ * ZeRO-3 / FSDP's gathered units (two units' parameters, one unit's
+ * gradients; the caching allocator keeps their blocks between layers).
+ */
+static int parallel_buffers(struct tl *t)
+{
+	uint64_t left = colloc__parallel_buffer_bytes(t->g, t->opts, t->ext),
+		 cap = 1 << 20;
+	int s, rc;
+
+	while (left > 0) {
+		uint64_t n =
+			t->opts->parallel == COLLOC_PAR_DDP && left > cap ? cap : left;
+
+		rc = st_new(t, n, COLLOC_MEM_TEMPORARY, -1,
+			    t->opts->parallel == COLLOC_PAR_DDP ? "DDP gradient bucket"
+			    : t->opts->parallel <= COLLOC_PAR_ZERO2
+				    ? "ZeRO reduce bucket"
+				    : "gathered parameters and gradients",
+			    &s);
+		if (rc)
+			return rc;
+		if (s >= 0)
+			t->st[s].refs = 1 << 30;
+		left -= n;
+		cap = (uint64_t)25 << 20;
+	}
 	return 0;
 }
 
@@ -1204,6 +1250,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.wcast = malloc(nt * sizeof(*t.wcast));
 	t.amp = opts->precision == COLLOC_PREC_AMP_FP16 ||
 		opts->precision == COLLOC_PREC_AMP_BF16;
+	colloc__shard_of(opts, &t.sh);
 	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
 	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
 	    !t.saved || !prev_in)
@@ -1231,7 +1278,14 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 		if (x->param_class != COLLOC_PARAM_TRAINABLE &&
 		    x->param_class != COLLOC_PARAM_BUFFER)
 			continue;
-		rc = st_new(&t, colloc_tensor_bytes(x), COLLOC_MEM_PARAM, -1,
+		/* ZeRO-3 / FSDP keep a shard of every parameter, frozen
+		 * ones too; buffers stay whole */
+		rc = st_new(&t,
+			    t.sh.params && (x->param_class == COLLOC_PARAM_TRAINABLE ||
+					    x->frozen)
+				    ? colloc__shard_bytes(x, t.sh.n)
+				    : colloc_tensor_bytes(x),
+			    COLLOC_MEM_PARAM, -1,
 			    x->param_class == COLLOC_PARAM_TRAINABLE ? "parameter"
 								     : "buffer",
 			    &s);
@@ -1245,6 +1299,8 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 		contiguous(x, t.strides[i]);
 	}
 	res->param_bytes = t.kind_bytes[COLLOC_MEM_PARAM];
+	if ((rc = parallel_buffers(&t)))
+		goto out;
 	if (opts->optimizer == COLLOC_OPT_ADAGRAD && (rc = make_states(&t)))
 		goto out; /* Adagrad creates its state in the constructor */
 

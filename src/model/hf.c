@@ -28,6 +28,25 @@
  *    the scores, additive causal mask, ReLU MLP, tied head.
  *  - gpt_neo: GPTNeoForCausalLM: GPT-2's layout with bias-free q/k/v,
  *    unscaled float32 scores; local layers as global ones.
+ *  - bert, roberta: BertForMaskedLM / RobertaForMaskedLM (the checkpoints'
+ *    own architectures; no pooler): post-LN encoder layers, learned
+ *    positions (RoBERTa's counted from pad_token_id + 1, from the input as
+ *    create_position_ids_from_input_ids does) and token types, the all-zero
+ *    extended mask added to the scores, exact GELU, the MLM head (dense,
+ *    GELU, LayerNorm, decoder tied to the word embeddings plus its bias).
+ *    The loss is cross-entropy over every position.
+ *  - t5: T5ForConditionalGeneration(input_ids, decoder_input_ids): encoder
+ *    and decoder stacks, d_kv per head, the relative position bias
+ *    computed in each stack's first block (bucketed, an embedding lookup)
+ *    and reused by the others, cross-attention on the encoder's output,
+ *    T5LayerNorm, ReLU / GELU or gated (v1.1: gated-gelu) feed-forward
+ *    with its inner dropout, the LM head tied (scaled by d_model^-0.5) or
+ *    not. Cross-entropy against the labels, no shift.
+ *
+ * Each family is a parser, a table of its blocks' options (struct
+ * layer_spec: attention, feed-forward and norm kinds, module names) and
+ * its embedding stem and head; the blocks (attention(), mlp(), norm(),
+ * the embedding helpers) are shared.
  *
  * --attention sdpa|flash replaces the eager score/softmax/matmul ops with
  * one ONNX Attention node (the op table's fused attention rule: q, k, v,
@@ -37,9 +56,12 @@
  * (the region torch.utils.checkpoint wraps when gradient_checkpointing_enable()
  * is on), and the estimator replays it as recomputed (estimate_int.h).
  *
- * Not modelled here (colloc_model_open() refuses them rather than guess):
- * sliding-window masks (memory as full causal attention), encoder-decoder
- * families.
+ * Not modelled here: sliding-window masks (memory as full causal
+ * attention); integer index tensors the embeddings save (RoBERTa's
+ * position ids, T5's buckets: shape arithmetic to the estimator); T5's
+ * float16 clamp of the hidden states. colloc_model_open() refuses what it
+ * cannot build (sdpa/flash for T5, flash for BERT, opt-350m's layout)
+ * rather than guess.
  */
 #include "model/model_int.h"
 
@@ -68,15 +90,32 @@
 
 /* --- the configuration ---------------------------------------------------- */
 
-enum family { FAM_GPT2 = 0, FAM_LLAMA, FAM_OPT, FAM_GPT_NEO };
+enum family { FAM_GPT2 = 0, FAM_LLAMA, FAM_OPT, FAM_GPT_NEO, FAM_BERT, FAM_T5 };
 
 struct hf_cfg {
 	int family;
 	const char *model_type;
 	int64_t vocab, hidden, layers, heads, kv_heads, inter, positions;
+	int64_t head_dim; /* hidden / heads, or T5's d_kv */
 	double eps, resid_pdrop, embd_pdrop, attn_pdrop;
 	bool tied, qkv_bias;
 	double rope_theta;
+	/* bert, roberta: token types; roberta's padding index (its positions
+	 * start after it; 0 for bert, whose positions start at 0) */
+	int64_t type_vocab, pad_offset;
+	/* t5: decoder layers, relative-position buckets, their reach, the
+	 * feed-forward's activation (enum act_kind) and gating */
+	int64_t dec_layers, buckets, max_distance;
+	int act;
+	bool gated;
+};
+
+/* Feed-forward activations. */
+enum act_kind {
+	ACT_GELU_NEW = 0, /* NewGELUActivation, tanh approximation */
+	ACT_RELU,
+	ACT_SILU, /* x * sigmoid(x) */
+	ACT_GELU, /* exact (erf) GELU: F.gelu */
 };
 
 /* An integer field: absent -> def (or an error when def < 0). */
@@ -312,12 +351,138 @@ static int parse_gpt_neo(const cJSON *r, struct hf_cfg *c, const char *f,
 	return 0;
 }
 
+/* BertForMaskedLM / RobertaForMaskedLM (modeling_bert.py,
+ * modeling_roberta.py): post-LN encoder, learned absolute positions and
+ * token types, exact GELU, the masked-LM head (dense, GELU, LayerNorm, a
+ * decoder tied to the word embeddings with its own bias). RoBERTa's
+ * positions count from pad_token_id + 1. The configuration class's
+ * defaults fill absent fields (BertConfig, RobertaConfig). */
+static int parse_bert(const cJSON *r, struct hf_cfg *c, const char *f,
+		      struct colloc_diag *d)
+{
+	bool roberta = strcmp(c->model_type, "roberta") == 0;
+	int64_t pad = 0;
+	int rc;
+
+	c->family = FAM_BERT;
+	c->qkv_bias = true;
+	c->act = ACT_GELU;
+	if ((rc = cfg_int(r, "vocab_size", roberta ? 50265 : 30522, 1, HF_MAX_VOCAB,
+			  &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "hidden_size", 768, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "num_hidden_layers", 12, 1, HF_MAX_LAYERS, &c->layers, f,
+			  d)) ||
+	    (rc = cfg_int(r, "num_attention_heads", 12, 1, HF_MAX_HEADS, &c->heads, f,
+			  d)) ||
+	    (rc = cfg_int(r, "intermediate_size", 3072, 1, 8 * (int64_t)HF_MAX_HIDDEN,
+			  &c->inter, f, d)) ||
+	    (rc = cfg_int(r, "max_position_embeddings", 512, 1, HF_MAX_POSITIONS,
+			  &c->positions, f, d)) ||
+	    (rc = cfg_int(r, "type_vocab_size", 2, 0, HF_MAX_VOCAB, &c->type_vocab, f,
+			  d)) ||
+	    (rc = cfg_int(r, "pad_token_id", roberta ? 1 : 0, 0, HF_MAX_VOCAB, &pad, f,
+			  d)) ||
+	    (rc = cfg_num(r, "layer_norm_eps", 1e-12, 0, 1, &c->eps, f, d)) ||
+	    (rc = cfg_num(r, "hidden_dropout_prob", 0.1, 0, 1, &c->resid_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "attention_probs_dropout_prob", 0.1, 0, 1, &c->attn_pdrop, f,
+			  d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", true, &c->tied, f, d)) ||
+	    (rc = cfg_want(r, "hidden_act", "gelu", f, d)) ||
+	    (rc = cfg_want(r, "position_embedding_type", "absolute", f, d)))
+		return rc;
+	c->kv_heads = c->heads;
+	c->embd_pdrop = c->resid_pdrop;
+	if (roberta) {
+		/* create_position_ids_from_input_ids: pad + 1, pad + 2, ... */
+		if (pad + 1 >= c->positions)
+			return colloc_diag_set(d, COLLOC_EFORMAT,
+					       "%s: max_position_embeddings %lld leaves "
+					       "no position after pad_token_id %lld",
+					       f, (long long)c->positions,
+					       (long long)pad);
+		c->pad_offset = pad + 1;
+	}
+	if (c->type_vocab < 1)
+		return colloc_diag_set(d, COLLOC_EFORMAT,
+				       "%s: \"type_vocab_size\" must be at least 1", f);
+	return 0;
+}
+
+/* T5ForConditionalGeneration (modeling_t5.py): encoder-decoder, bias-free
+ * projections of d_kv per head, a learned relative-position bias in the
+ * first block of each stack shared by the others, T5LayerNorm (RMS, no
+ * mean, no bias), ReLU or gated-GELU (t5 v1.1, flan-t5) feed-forward,
+ * shared embeddings, the LM head tied (scaled by d_model^-0.5) or not. */
+static int parse_t5(const cJSON *r, struct hf_cfg *c, const char *f,
+		    struct colloc_diag *d)
+{
+	static const struct {
+		const char *name;
+		int act;
+		bool gated;
+	} ffs[] = {
+		{"relu", ACT_RELU, false},	    {"gelu", ACT_GELU, false},
+		{"gated-gelu", ACT_GELU_NEW, true}, {"gated-relu", ACT_RELU, true},
+		{"gated-silu", ACT_SILU, true},
+	};
+	const cJSON *ff = cJSON_GetObjectItemCaseSensitive(r, "feed_forward_proj");
+	size_t k = 0;
+	int rc;
+
+	c->family = FAM_T5;
+	if ((rc = cfg_int(r, "vocab_size", 32128, 1, HF_MAX_VOCAB, &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "d_model", 512, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "d_kv", 64, 1, HF_MAX_HIDDEN, &c->head_dim, f, d)) ||
+	    (rc = cfg_int(r, "d_ff", 2048, 1, 8 * (int64_t)HF_MAX_HIDDEN, &c->inter, f,
+			  d)) ||
+	    (rc = cfg_int(r, "num_layers", 6, 1, HF_MAX_LAYERS, &c->layers, f, d)) ||
+	    (rc = cfg_int(r, "num_decoder_layers", c->layers, 1, HF_MAX_LAYERS,
+			  &c->dec_layers, f, d)) ||
+	    (rc = cfg_int(r, "num_heads", 8, 1, HF_MAX_HEADS, &c->heads, f, d)) ||
+	    (rc = cfg_int(r, "relative_attention_num_buckets", 32, 2, 1 << 16,
+			  &c->buckets, f, d)) ||
+	    (rc = cfg_int(r, "relative_attention_max_distance", 128, 1, HF_MAX_POSITIONS,
+			  &c->max_distance, f, d)) ||
+	    (rc = cfg_num(r, "dropout_rate", 0.1, 0, 1, &c->resid_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "layer_norm_epsilon", 1e-6, 0, 1, &c->eps, f, d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", true, &c->tied, f, d)))
+		return rc;
+	if (ff && !cJSON_IsNull(ff)) {
+		if (!cJSON_IsString(ff))
+			return colloc_diag_set(
+				d, COLLOC_EFORMAT,
+				"%s: \"feed_forward_proj\" must be a string", f);
+		for (k = 0; k < sizeof(ffs) / sizeof(ffs[0]); k++)
+			if (strcmp(ff->valuestring, ffs[k].name) == 0)
+				break;
+		if (k == sizeof(ffs) / sizeof(ffs[0]))
+			return colloc_diag_set(
+				d, COLLOC_EUNSUPPORTED,
+				"%s: feed_forward_proj '%.32s' is not "
+				"built (relu, gelu, gated-gelu, gated-relu, "
+				"gated-silu are)",
+				f, ff->valuestring);
+	}
+	c->act = ffs[k].act;
+	c->gated = ffs[k].gated;
+	c->kv_heads = c->heads;
+	c->embd_pdrop = c->attn_pdrop = c->resid_pdrop;
+	/* relative positions: no table to run past */
+	c->positions = 0;
+	if (c->heads * c->head_dim > 8 * (int64_t)HF_MAX_HIDDEN)
+		return colloc_diag_set(d, COLLOC_EFORMAT,
+				       "%s: num_heads x d_kv is larger than %lld", f,
+				       8 * (long long)HF_MAX_HIDDEN);
+	return 0;
+}
+
 static const struct {
 	const char *model_type;
 	int (*parse)(const cJSON *, struct hf_cfg *, const char *, struct colloc_diag *);
 } families[] = {
 	{"gpt2", parse_gpt2},	{"gpt_neo", parse_gpt_neo}, {"opt", parse_opt},
 	{"llama", parse_llama}, {"mistral", parse_llama},   {"qwen2", parse_llama},
+	{"bert", parse_bert},	{"roberta", parse_bert},    {"t5", parse_t5},
 };
 
 static int parse_config(const char *text, size_t len, const char *file, struct hf_cfg *c,
@@ -325,7 +490,7 @@ static int parse_config(const char *text, size_t len, const char *file, struct h
 {
 	const cJSON *mt;
 	cJSON *root = cJSON_ParseWithLength(text, len);
-	char arch[256], known[128];
+	char arch[256], known[256];
 	size_t pos = 0;
 	int rc;
 
@@ -350,12 +515,14 @@ static int parse_config(const char *text, size_t len, const char *file, struct h
 			continue;
 		c->model_type = families[k].model_type;
 		rc = families[k].parse(root, c, file, diag);
-		if (!rc && c->hidden % c->heads)
+		if (!rc && !c->head_dim && c->hidden % c->heads)
 			rc = colloc_diag_set(diag, COLLOC_EFORMAT,
 					     "%s: hidden size %lld is not a multiple of "
 					     "%lld heads",
 					     file, (long long)c->hidden,
 					     (long long)c->heads);
+		if (!rc && !c->head_dim)
+			c->head_dim = c->hidden / c->heads;
 		goto out;
 	}
 	known[0] = '\0';
@@ -639,6 +806,7 @@ struct build {
 	const char *targets;
 	int lora_count;
 	const char *causal; /* [t, t] mask (bool for gpt2, float for llama) */
+	const char *minv; /* MASK_WHERE's masked value, finfo.min */
 	const char *cos, *sin; /* llama: [b, 1, t, head_dim] */
 	const char *dropout_train; /* bool true: Dropout's training_mode */
 	/* Decoder layer l is graph nodes [seg_first[l], seg_end[l]): the
@@ -677,7 +845,9 @@ static const char *dropout(struct build *b, const char *x, double p, const char 
 		       2, NOAT);
 }
 
-/* Does the comma-separated target list name module (its last component)? */
+/* Does the comma-separated target list name module ("q_proj", or
+ * "self.query" within an attention block)? As peft matches target_modules:
+ * the whole name or its last dot-separated components. */
 static bool lora_target(const struct build *b, const char *module)
 {
 	const char *p = b->targets;
@@ -687,7 +857,8 @@ static bool lora_target(const struct build *b, const char *module)
 		const char *c = strchr(p, ',');
 		size_t k = c ? (size_t)(c - p) : strlen(p);
 
-		if (k == n && strncmp(p, module, n) == 0)
+		if (k > 0 && k <= n && strncmp(p, module + n - k, k) == 0 &&
+		    (k == n || module[n - k - 1] == '.'))
 			return true;
 		p = c ? c + 1 : NULL;
 	}
@@ -783,8 +954,11 @@ static const char *layernorm(struct build *b, const char *x, const char *prefix)
 }
 
 /* LlamaRMSNorm: float32 x * rsqrt(mean(x^2) + eps), cast back, * weight.
- * torch.onnx writes rsqrt as 1 / sqrt. */
-static const char *rmsnorm(struct build *b, const char *x, const char *prefix)
+ * torch.onnx writes rsqrt as 1 / sqrt. T5LayerNorm (t5) differs in one
+ * place: it multiplies the input as it came, not its float32 copy, by the
+ * float32 rsqrt (type promotion gives float32), so with half-precision
+ * weights the product saves the half input beside the copy pow saved. */
+static const char *rms_norm(struct build *b, const char *x, const char *prefix, bool t5)
 {
 	struct em *e = &b->e;
 	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
@@ -803,7 +977,9 @@ static const char *rmsnorm(struct build *b, const char *x, const char *prefix)
 	r = em_node(e, "Sqrt", em_str(e, "/%s/Sqrt", prefix), IN(v), 1, NOAT);
 	r = em_node(e, "Div", em_str(e, "/%s/Div", prefix), IN(em_scalar(e, 1.0, fdt), r),
 		    1, NOAT);
-	n = em_node(e, "Mul", em_str(e, "/%s/Mul", prefix), IN(xf, r), 1, NOAT);
+	/* the first operand's dtype is the product's: float32 either way */
+	n = em_node(e, "Mul", em_str(e, "/%s/Mul", prefix), IN(t5 ? r : xf, t5 ? x : r),
+		    1, NOAT);
 	if (b->wdt != fdt)
 		n = em_node(e, "Cast", em_str(e, "/%s/Cast_1", prefix), IN(n), 1,
 			    AT({"to", A_INT, b->wdt, 0, NULL, 0}));
@@ -814,12 +990,22 @@ static const char *rmsnorm(struct build *b, const char *x, const char *prefix)
 		1, NOAT);
 }
 
+static const char *rmsnorm(struct build *b, const char *x, const char *prefix)
+{
+	return rms_norm(b, x, prefix, false);
+}
+
+static const char *t5_norm(struct build *b, const char *x, const char *prefix)
+{
+	return rms_norm(b, x, prefix, true);
+}
+
 /* [b, t, heads * hd] -> [b, heads, t, hd] */
 static const char *split_heads(struct build *b, const char *x, int64_t heads,
 			       const char *name)
 {
 	struct em *e = &b->e;
-	int64_t hd = b->c->hidden / b->c->heads;
+	int64_t hd = b->c->head_dim;
 
 	x = em_node(e, "Reshape", em_str(e, "%s/Reshape", name),
 		    IN(x, INTS(0, 0, heads, hd)), 1, NOAT);
@@ -835,7 +1021,7 @@ static const char *merge_heads(struct build *b, const char *x, const char *name)
 	x = em_node(e, "Transpose", em_str(e, "%s/Transpose_o", name), IN(x), 1,
 		    AT({"perm", A_INTS, 0, 0, PERM_BHTD, 4}));
 	return em_node(e, "Reshape", em_str(e, "%s/Reshape_o", name),
-		       IN(x, INTS(0, 0, b->c->hidden)), 1, NOAT);
+		       IN(x, INTS(0, 0, b->c->heads * b->c->head_dim)), 1, NOAT);
 }
 
 /* Softmax over the keys; in float32 (softmax(dtype=torch.float32)) and
@@ -862,14 +1048,14 @@ static const char *softmax(struct build *b, const char *s, const char *name, boo
  * heads (flash-attn's grouped-query attention). Attention dropout happens
  * inside the kernel (philox): no mask. */
 static const char *fused_attention(struct build *b, const char *q, const char *k,
-				   const char *v, const char *name)
+				   const char *v, bool causal, const char *name)
 {
 	struct em *e = &b->e;
-	int64_t hd = b->c->hidden / b->c->heads;
+	int64_t hd = b->c->head_dim;
 
 	return em_node(
 		e, "Attention", em_str(e, "%s/Attention", name), IN(q, k, v), 1,
-		AT({"is_causal", A_INT, 1, 0, NULL, 0},
+		AT({"is_causal", A_INT, causal, 0, NULL, 0},
 		   {"q_num_heads", A_INT, b->c->heads, 0, NULL, 0},
 		   {"kv_num_heads", A_INT, b->c->kv_heads, 0, NULL, 0},
 		   {"scale", A_FLOAT, 0, (float)(1.0 / sqrt((double)hd)), NULL, 0}));
@@ -899,109 +1085,7 @@ static const char *causal_bool(struct build *b, const char *pos)
 	return em_node(e, "LessOrEqual", "/model/LessOrEqual", IN(r, c), 1, NOAT);
 }
 
-/* --- gpt2 ------------------------------------------------------------------- */
-
-static void build_gpt2(struct build *b)
-{
-	struct em *e = &b->e;
-	const struct hf_cfg *c = b->c;
-	int64_t d = c->hidden, hd = d / c->heads;
-	const char *pos, *shape, *x, *wte, *minv;
-	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
-
-	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, d);
-	pos = positions(b, &shape);
-	/* the fused kernels take is_causal instead of a mask */
-	b->causal = eager ? causal_bool(b, pos) : NULL;
-	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
-		    NOAT);
-	x = em_node(e, "Add", "/transformer/Add",
-		    IN(x, em_node(e, "Gather", "/transformer/wpe/Gather",
-				  IN(em_weight(e, "transformer.wpe.weight", b->wdt,
-					       c->positions, d),
-				     pos),
-				  1, NOAT)),
-		    1, NOAT);
-	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
-	/* torch.finfo(dtype).min: the masked scores */
-	minv = eager ? em_scalar(e,
-				 b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
-					 ? -65504.0
-				 : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
-					 ? -3.3895313892515355e38
-					 : -3.4028234663852886e38,
-				 b->wdt)
-		     : NULL;
-	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
-		const char *p = em_str(e, "transformer.h.%lld", (long long)l);
-		const char *h, *qkv, *q, *k, *v, *s, *y, *f, *g1, *g2;
-		const char *ap = em_str(e, "%s.attn", p), *mp = em_str(e, "%s.mlp", p);
-		const char *an = em_str(e, "/%s", ap), *mn = em_str(e, "/%s", mp);
-
-		layer_begin(b, l);
-		h = layernorm(b, x, em_str(e, "%s.ln_1", p));
-		qkv = linear(b, h, ap, "c_attn", d, 3 * d, true, true);
-		q = em_node(e, "Split", em_str(e, "%s/Split", an), IN(qkv, INTS(d, d, d)),
-			    3, AT({"axis", A_INT, 2, 0, NULL, 0}));
-		k = em_str(e, "%s_1", q);
-		v = em_str(e, "%s_2", q);
-		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
-		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
-		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
-		if (eager) {
-			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
-				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
-			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
-				    NOAT);
-			s = em_node(e, "Div", em_str(e, "%s/Div", an),
-				    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1,
-				    NOAT);
-			s = em_node(e, "Where", em_str(e, "%s/Where", an),
-				    IN(b->causal, s, minv), 1, NOAT);
-			s = softmax(b, s, an, false);
-			s = dropout(b, s, c->attn_pdrop,
-				    em_str(e, "%s/attn_dropout/Dropout", an));
-			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
-				    1, NOAT);
-		} else {
-			y = fused_attention(b, q, k, v, an);
-		}
-		y = merge_heads(b, y, an);
-		y = linear(b, y, ap, "c_proj", d, d, true, true);
-		y = dropout(b, y, c->resid_pdrop,
-			    em_str(e, "%s/resid_dropout/Dropout", an));
-		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
-
-		h = layernorm(b, x, em_str(e, "%s.ln_2", p));
-		f = linear(b, h, mp, "c_fc", d, c->inter, true, true);
-		/* gelu_new, term by term as NewGELUActivation computes it */
-		g1 = em_node(e, "Mul", em_str(e, "%s/Mul", mn),
-			     IN(f, em_scalar(e, 0.5, b->wdt)), 1, NOAT);
-		g2 = em_node(e, "Pow", em_str(e, "%s/Pow", mn),
-			     IN(f, em_scalar(e, 3.0, b->wdt)), 1, NOAT);
-		g2 = em_node(e, "Mul", em_str(e, "%s/Mul_1", mn),
-			     IN(g2, em_scalar(e, 0.044715, b->wdt)), 1, NOAT);
-		g2 = em_node(e, "Add", em_str(e, "%s/Add", mn), IN(f, g2), 1, NOAT);
-		g2 = em_node(
-			e, "Mul", em_str(e, "%s/Mul_2", mn),
-			IN(g2, em_scalar(e, sqrt(2.0 / 3.14159265358979323846), b->wdt)),
-			1, NOAT);
-		g2 = em_node(e, "Tanh", em_str(e, "%s/Tanh", mn), IN(g2), 1, NOAT);
-		g2 = em_node(e, "Add", em_str(e, "%s/Add_1", mn),
-			     IN(g2, em_scalar(e, 1.0, b->wdt)), 1, NOAT);
-		f = em_node(e, "Mul", em_str(e, "%s/Mul_3", mn), IN(g1, g2), 1, NOAT);
-		f = linear(b, f, mp, "c_proj", c->inter, d, true, true);
-		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s/dropout/Dropout", mn));
-		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, f), 1, NOAT);
-		layer_end(b, l);
-	}
-	x = layernorm(b, x, "transformer.ln_f");
-	wte = em_node(e, "Transpose", "/lm_head/Transpose", IN(wte), 1,
-		      AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
-	em_node(e, "MatMul", "logits", IN(x, wte), 1, NOAT);
-}
-
-/* --- opt, gpt_neo -------------------------------------------------------- */
+/* --- blocks ------------------------------------------------------------------ */
 
 /* torch.finfo(dtype).min, the masked scores' value */
 static double finfo_min(int dtype)
@@ -1034,182 +1118,12 @@ static const char *gelu_new(struct build *b, const char *f, const char *mn)
 	return em_node(e, "Mul", em_str(e, "%s/Mul_3", mn), IN(g1, g2), 1, NOAT);
 }
 
-/* OPTForCausalLM, eager attention (modeling_opt.py): q_proj(x) * hd^-0.5,
- * the additive causal mask, softmax (in float32 for float16 only), a
- * ReLU MLP (fc1, fc2), dropout after attention and MLP, none on the
- * embeddings. */
-static void build_opt(struct build *b)
-{
-	struct em *e = &b->e;
-	const struct hf_cfg *c = b->c;
-	int64_t d = c->hidden, hd = d / c->heads;
-	const char *pos, *shape, *x, *emb, *pe;
-	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
-
-	emb = em_weight(e, "model.decoder.embed_tokens.weight", b->wdt, c->vocab, d);
-	pos = positions(b, &shape);
-	b->causal = !eager ? NULL
-			   : em_node(e, "Where", "/model/Where",
-				     IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
-					em_scalar(e, finfo_min(b->wdt), b->wdt)),
-				     1, NOAT);
-	x = em_node(e, "Gather", "/model/decoder/embed_tokens/Gather",
-		    IN(emb, "input_ids"), 1, NOAT);
-	/* OPTLearnedPositionalEmbedding: positions + 2 (fairseq's offset) */
-	pos = em_node(e, "Add", "/model/decoder/embed_positions/Add", IN(pos, INT0(2)), 1,
-		      NOAT);
-	pe = em_weight(e, "model.decoder.embed_positions.weight", b->wdt,
-		       c->positions + 2, d);
-	pe = em_node(e, "Gather", "/model/decoder/embed_positions/Gather", IN(pe, pos), 1,
-		     NOAT);
-	x = em_node(e, "Add", "/model/decoder/Add", IN(x, pe), 1, NOAT);
-	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
-		const char *p = em_str(e, "model.decoder.layers.%lld", (long long)l);
-		const char *ap = em_str(e, "%s.self_attn", p);
-		const char *an = em_str(e, "/%s", ap), *pn = em_str(e, "/%s", p);
-		const char *h, *q, *k, *v, *s, *y, *f;
-
-		layer_begin(b, l);
-		h = layernorm(b, x, em_str(e, "%s.self_attn_layer_norm", p));
-		q = linear(b, h, ap, "q_proj", d, d, c->qkv_bias, false);
-		q = em_node(e, "Mul", em_str(e, "%s/Mul", an),
-			    IN(q, em_scalar(e, 1.0 / sqrt((double)hd), b->wdt)), 1, NOAT);
-		k = linear(b, h, ap, "k_proj", d, d, c->qkv_bias, false);
-		v = linear(b, h, ap, "v_proj", d, d, c->qkv_bias, false);
-		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
-		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
-		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
-		if (eager) {
-			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
-				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
-			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
-				    NOAT);
-			s = em_node(e, "Add", em_str(e, "%s/Add", an), IN(s, b->causal),
-				    1, NOAT);
-			s = softmax(b, s, an,
-				    b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16);
-			s = dropout(b, s, c->attn_pdrop, em_str(e, "%s/Dropout", an));
-			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
-				    1, NOAT);
-		} else {
-			y = fused_attention(b, q, k, v, an);
-		}
-		y = merge_heads(b, y, an);
-		y = linear(b, y, ap, "out_proj", d, d, c->qkv_bias, false);
-		y = dropout(b, y, c->resid_pdrop,
-			    em_str(e, "%s/attn_dropout/Dropout", pn));
-		x = em_node(e, "Add", em_str(e, "%s/Add", pn), IN(x, y), 1, NOAT);
-
-		h = layernorm(b, x, em_str(e, "%s.final_layer_norm", p));
-		f = linear(b, h, p, "fc1", d, c->inter, c->qkv_bias, false);
-		f = em_node(e, "Relu", em_str(e, "%s/Relu", pn), IN(f), 1, NOAT);
-		f = linear(b, f, p, "fc2", c->inter, d, c->qkv_bias, false);
-		f = dropout(b, f, c->resid_pdrop,
-			    em_str(e, "%s/fc2_dropout/Dropout", pn));
-		x = em_node(e, "Add", em_str(e, "%s/Add_1", pn), IN(x, f), 1, NOAT);
-		layer_end(b, l);
-	}
-	x = layernorm(b, x, "model.decoder.final_layer_norm");
-	emb = em_node(e, "Transpose", "/lm_head/Transpose", IN(emb), 1,
-		      AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
-	em_node(e, "MatMul", "logits", IN(x, emb), 1, NOAT);
-}
-
-/* GPTNeoForCausalLM, eager attention (modeling_gpt_neo.py): q and k cast
- * to float32, unscaled scores, torch.where against the causal bias,
- * softmax, cast back to v's dtype. */
-static void build_gpt_neo(struct build *b)
-{
-	struct em *e = &b->e;
-	const struct hf_cfg *c = b->c;
-	int64_t d = c->hidden;
-	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-	const char *pos, *shape, *x, *wte, *minv = NULL;
-	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
-
-	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, d);
-	pos = positions(b, &shape);
-	b->causal = eager ? causal_bool(b, pos) : NULL;
-	if (eager)
-		minv = em_scalar(e, finfo_min(fdt), fdt);
-	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
-		    NOAT);
-	x = em_node(e, "Add", "/transformer/Add",
-		    IN(x, em_node(e, "Gather", "/transformer/wpe/Gather",
-				  IN(em_weight(e, "transformer.wpe.weight", b->wdt,
-					       c->positions, d),
-				     pos),
-				  1, NOAT)),
-		    1, NOAT);
-	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
-	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
-		const char *p = em_str(e, "transformer.h.%lld", (long long)l);
-		const char *ap = em_str(e, "%s.attn.attention", p),
-			   *mp = em_str(e, "%s.mlp", p);
-		const char *an = em_str(e, "/%s", ap), *mn = em_str(e, "/%s", mp);
-		const char *h, *q, *k, *v, *s, *y, *f;
-
-		layer_begin(b, l);
-		h = layernorm(b, x, em_str(e, "%s.ln_1", p));
-		q = linear(b, h, ap, "q_proj", d, d, false, false);
-		k = linear(b, h, ap, "k_proj", d, d, false, false);
-		v = linear(b, h, ap, "v_proj", d, d, false, false);
-		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
-		k = split_heads(b, k, c->heads, em_str(e, "%s/k", an));
-		v = split_heads(b, v, c->heads, em_str(e, "%s/v", an));
-		if (eager) {
-			if (b->wdt != fdt) {
-				q = em_node(e, "Cast", em_str(e, "%s/Cast", an), IN(q), 1,
-					    AT({"to", A_INT, fdt, 0, NULL, 0}));
-				k = em_node(e, "Cast", em_str(e, "%s/Cast_1", an), IN(k),
-					    1, AT({"to", A_INT, fdt, 0, NULL, 0}));
-			}
-			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
-				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
-			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
-				    NOAT);
-			s = em_node(e, "Where", em_str(e, "%s/Where", an),
-				    IN(b->causal, s, minv), 1, NOAT);
-			s = em_node(e, "Softmax", em_str(e, "%s/Softmax", an), IN(s), 1,
-				    AT({"axis", A_INT, -1, 0, NULL, 0}));
-			if (b->wdt != fdt)
-				s = em_node(e, "Cast", em_str(e, "%s/Cast_2", an), IN(s),
-					    1, AT({"to", A_INT, b->wdt, 0, NULL, 0}));
-			s = dropout(b, s, c->attn_pdrop,
-				    em_str(e, "%s/attn_dropout/Dropout", an));
-			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
-				    1, NOAT);
-		} else {
-			y = fused_attention(b, q, k, v, an);
-		}
-		y = merge_heads(b, y, an);
-		y = linear(b, y, ap, "out_proj", d, d, true, false);
-		y = dropout(b, y, c->resid_pdrop,
-			    em_str(e, "%s/resid_dropout/Dropout", an));
-		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
-
-		h = layernorm(b, x, em_str(e, "%s.ln_2", p));
-		f = linear(b, h, mp, "c_fc", d, c->inter, true, false);
-		f = gelu_new(b, f, mn);
-		f = linear(b, f, mp, "c_proj", c->inter, d, true, false);
-		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s/dropout/Dropout", mn));
-		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, f), 1, NOAT);
-		layer_end(b, l);
-	}
-	x = layernorm(b, x, "transformer.ln_f");
-	wte = em_node(e, "Transpose", "/lm_head/Transpose", IN(wte), 1,
-		      AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
-	em_node(e, "MatMul", "logits", IN(x, wte), 1, NOAT);
-}
-
-/* --- llama ------------------------------------------------------------------ */
-
 /* rotate_half(x) = cat(-x[..., hd/2:], x[..., :hd/2]) and
  * x * cos + rotate_half(x) * sin */
 static const char *rope(struct build *b, const char *x, const char *name)
 {
 	struct em *e = &b->e;
-	int64_t hd = b->c->hidden / b->c->heads;
+	int64_t hd = b->c->head_dim;
 	const char *x1, *x2, *r;
 
 	x1 = em_node(e, "Slice", em_str(e, "%s/Slice", name),
@@ -1229,7 +1143,7 @@ static const char *rope(struct build *b, const char *x, const char *name)
 static const char *repeat_kv(struct build *b, const char *x, const char *name)
 {
 	struct em *e = &b->e;
-	int64_t rep = b->c->heads / b->c->kv_heads, hd = b->c->hidden / b->c->heads;
+	int64_t rep = b->c->heads / b->c->kv_heads, hd = b->c->head_dim;
 
 	if (rep == 1)
 		return x;
@@ -1247,7 +1161,7 @@ static void rotary(struct build *b, const char *pos, const char *shape)
 {
 	struct em *e = &b->e;
 	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-	int64_t hd = b->c->hidden / b->c->heads;
+	int64_t hd = b->c->head_dim;
 	const char *p, *f, *inv;
 
 	inv = em_weight(e, "model.rotary_emb.inv_freq", fdt, hd / 2, 0);
@@ -1273,106 +1187,905 @@ static void rotary(struct build *b, const char *pos, const char *shape)
 			 IN(b->sin, INTS(1)), 1, NOAT);
 }
 
+/*
+ * What a family's blocks are made of. A family is its parser, one of these
+ * tables, its embedding stem and its head; the blocks below read the
+ * table, so the op sequence (and every node and parameter name, which
+ * --explain and --freeze show) is the one transformers' code for that
+ * family runs.
+ */
+enum norm_kind {
+	NORM_LAYER = 0, /* nn.LayerNorm */
+	NORM_RMS, /* LlamaRMSNorm / T5LayerNorm: float32 statistics */
+};
+
+enum scale_kind {
+	SCALE_SCORES = 0, /* (q k^T) / sqrt(hd) */
+	SCALE_Q, /* q_proj(x) * hd^-0.5 before the scores (OPT) */
+	SCALE_NONE, /* unscaled (GPT-Neo) */
+};
+
+enum mask_kind {
+	MASK_WHERE = 0, /* torch.where(causal, s, finfo.min) (b->causal bool) */
+	MASK_ADD, /* s + additive float mask (b->causal) */
+};
+
+enum softmax_kind {
+	SM_PLAIN = 0, /* softmax in the activations' dtype */
+	SM_FLOAT32, /* softmax(dtype=float32), cast back (llama) */
+	SM_FLOAT32_FP16, /* in float32 for float16 only (opt) */
+	SM_CAST_BACK, /* scores already float32: softmax, cast to v's dtype
+		       * (gpt-neo) */
+};
+
+struct attn_spec {
+	/* q, k, v and output module names; qkv: one fused Conv1D projection
+	 * split three ways instead (GPT-2's c_attn) */
+	const char *q, *k, *v, *o, *qkv;
+	bool conv1d, qkv_bias, o_bias;
+	bool rope; /* rotary embeddings on q and k (b->cos, b->sin) */
+	bool upcast_qk; /* q and k cast to float32 for the scores */
+	bool bidirectional; /* no causal mask (encoders): the fused kernels
+			     * run without is_causal */
+	int scale, mask, softmax;
+	const char *drop; /* the attention dropout's node, after the
+			   * attention's node prefix */
+};
+
+struct mlp_spec {
+	int act; /* enum act_kind */
+	/* gated: down(act(gate(x)) * up(x)) (SwiGLU, T5's gated-gelu);
+	 * otherwise down(act(up(x))) */
+	bool gated;
+	const char *up, *gate, *down;
+	bool bias, conv1d;
+	const char *drop; /* dropout before down (T5), after the block's
+			   * node prefix; NULL = none */
+};
+
+struct layer_spec {
+	const char *layers; /* module list: "transformer.h" */
+	/* submodules of a layer, appended to its prefix ("" = the layer) */
+	const char *attn, *mlp, *ln1, *ln2;
+	int norm;
+	struct attn_spec at;
+	struct mlp_spec ff;
+	/* residual dropouts' nodes, after "/" + the layer's prefix */
+	const char *attn_drop, *mlp_drop;
+};
+
+static const char *norm(struct build *b, int kind, const char *x, const char *prefix)
+{
+	return kind == NORM_RMS ? rmsnorm(b, x, prefix) : layernorm(b, x, prefix);
+}
+
+/* Self-attention over h [b, t, d] by the family's rule; ap is the
+ * module's prefix ("transformer.h.0.attn"). Returns the output
+ * projection's result. */
+static const char *attention(struct build *b, const struct attn_spec *s, const char *h,
+			     const char *kv, const char *mask, const char *ap)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden, hd = c->head_dim, kvd = c->kv_heads * hd;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	const char *an = em_str(e, "/%s", ap);
+	const char *q, *k, *v, *y;
+
+	if (s->qkv) {
+		q = linear(b, h, ap, s->qkv, d, 3 * d, s->qkv_bias, s->conv1d);
+		q = em_node(e, "Split", em_str(e, "%s/Split", an), IN(q, INTS(d, d, d)),
+			    3, AT({"axis", A_INT, 2, 0, NULL, 0}));
+		k = em_str(e, "%s_1", q);
+		v = em_str(e, "%s_2", q);
+	} else {
+		q = linear(b, h, ap, s->q, d, c->heads * hd, s->qkv_bias, s->conv1d);
+		if (s->scale == SCALE_Q)
+			q = em_node(e, "Mul", em_str(e, "%s/Mul", an),
+				    IN(q, em_scalar(e, 1.0 / sqrt((double)hd), b->wdt)),
+				    1, NOAT);
+		k = linear(b, kv, ap, s->k, d, kvd, s->qkv_bias, s->conv1d);
+		v = linear(b, kv, ap, s->v, d, kvd, s->qkv_bias, s->conv1d);
+	}
+	q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
+	k = split_heads(b, k, c->kv_heads, em_str(e, "%s/k", an));
+	v = split_heads(b, v, c->kv_heads, em_str(e, "%s/v", an));
+	if (s->rope) {
+		q = rope(b, q, em_str(e, "%s/q_rope", an));
+		k = rope(b, k, em_str(e, "%s/k_rope", an));
+	}
+	/* flash-attn reads grouped keys and values as they are; eager and
+	 * SDPA attention repeat them (repeat_kv) first */
+	if (b->o->attention != COLLOC_ATTN_FLASH) {
+		k = repeat_kv(b, k, em_str(e, "%s/k_rep", an));
+		v = repeat_kv(b, v, em_str(e, "%s/v_rep", an));
+	}
+	if (b->o->attention == COLLOC_ATTN_EAGER) {
+		const char *sc;
+
+		if (s->upcast_qk && b->wdt != fdt) {
+			q = em_node(e, "Cast", em_str(e, "%s/Cast", an), IN(q), 1,
+				    AT({"to", A_INT, fdt, 0, NULL, 0}));
+			k = em_node(e, "Cast", em_str(e, "%s/Cast_1", an), IN(k), 1,
+				    AT({"to", A_INT, fdt, 0, NULL, 0}));
+		}
+		k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an), IN(k), 1,
+			    AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
+		sc = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1, NOAT);
+		if (s->scale == SCALE_SCORES)
+			sc = em_node(e, "Div", em_str(e, "%s/Div", an),
+				     IN(sc, em_scalar(e, sqrt((double)hd), b->wdt)), 1,
+				     NOAT);
+		if (s->mask == MASK_WHERE)
+			sc = em_node(e, "Where", em_str(e, "%s/Where", an),
+				     IN(mask, sc, b->minv), 1, NOAT);
+		else
+			sc = em_node(e, "Add", em_str(e, "%s/Add", an), IN(sc, mask), 1,
+				     NOAT);
+		if (s->softmax == SM_CAST_BACK) {
+			sc = em_node(e, "Softmax", em_str(e, "%s/Softmax", an), IN(sc), 1,
+				     AT({"axis", A_INT, -1, 0, NULL, 0}));
+			if (b->wdt != fdt)
+				sc = em_node(e, "Cast", em_str(e, "%s/Cast_2", an),
+					     IN(sc), 1,
+					     AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+		} else {
+			sc = softmax(
+				b, sc, an,
+				s->softmax == SM_FLOAT32 ||
+					(s->softmax == SM_FLOAT32_FP16 &&
+					 b->wdt ==
+						 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16));
+		}
+		sc = dropout(b, sc, c->attn_pdrop, em_str(e, "%s%s", an, s->drop));
+		y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(sc, v), 1,
+			    NOAT);
+	} else {
+		y = fused_attention(b, q, k, v, !s->bidirectional, an);
+	}
+	y = merge_heads(b, y, an);
+	return linear(b, y, ap, s->o, c->heads * hd, d, s->o_bias, s->conv1d);
+}
+
+/* act(f), with node names under mn */
+static const char *activation(struct build *b, int act, const char *f, const char *mn)
+{
+	struct em *e = &b->e;
+
+	switch (act) {
+	case ACT_RELU:
+		return em_node(e, "Relu", em_str(e, "%s/Relu", mn), IN(f), 1, NOAT);
+	case ACT_GELU:
+		return em_node(e, "Gelu", em_str(e, "%s/Gelu", mn), IN(f), 1, NOAT);
+	case ACT_SILU:
+		/* SiLU as x * sigmoid(x): the op table's F.silu pattern */
+		return em_node(
+			e, "Mul", em_str(e, "%s/act_fn/Mul", mn),
+			IN(f, em_node(e, "Sigmoid", em_str(e, "%s/act_fn/Sigmoid", mn),
+				      IN(f), 1, NOAT)),
+			1, NOAT);
+	default:
+		return gelu_new(b, f, mn);
+	}
+}
+
+/* The feed-forward block over h; mp is its module prefix. */
+static const char *mlp(struct build *b, const struct mlp_spec *s, const char *h,
+		       const char *mp)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden;
+	const char *mn = em_str(e, "/%s", mp), *f, *u;
+
+	if (s->gated) {
+		f = linear(b, h, mp, s->gate, d, c->inter, s->bias, s->conv1d);
+		u = linear(b, h, mp, s->up, d, c->inter, s->bias, s->conv1d);
+		f = activation(b, s->act, f, mn);
+		/* gelu_new's own nodes take Mul..Mul_3 */
+		f = em_node(
+			e, "Mul",
+			em_str(e, "%s/%s", mn, s->act == ACT_GELU_NEW ? "Mul_4" : "Mul"),
+			IN(f, u), 1, NOAT);
+	} else {
+		f = linear(b, h, mp, s->up, d, c->inter, s->bias, s->conv1d);
+		f = activation(b, s->act, f, mn);
+	}
+	if (s->drop)
+		f = dropout(b, f, c->resid_pdrop, em_str(e, "%s%s", mn, s->drop));
+	return linear(b, f, mp, s->down, c->inter, d, s->bias, s->conv1d);
+}
+
+/* A pre-norm decoder layer l: x + attn(norm(x)), then + mlp(norm(x)),
+ * each branch dropped out (resid_pdrop) before its residual add. */
+static const char *decoder_layer(struct build *b, const struct layer_spec *ls,
+				 const char *x, int64_t l)
+{
+	struct em *e = &b->e;
+	double pd = b->c->resid_pdrop;
+	const char *p = em_str(e, "%s.%lld", ls->layers, (long long)l), *h, *y;
+
+	layer_begin(b, l);
+	h = norm(b, ls->norm, x, em_str(e, "%s%s", p, ls->ln1));
+	y = attention(b, &ls->at, h, h, b->causal, em_str(e, "%s%s", p, ls->attn));
+	y = dropout(b, y, pd, em_str(e, "/%s%s", p, ls->attn_drop));
+	x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
+	h = norm(b, ls->norm, x, em_str(e, "%s%s", p, ls->ln2));
+	y = mlp(b, &ls->ff, h, em_str(e, "%s%s", p, ls->mlp));
+	y = dropout(b, y, pd, em_str(e, "/%s%s", p, ls->mlp_drop));
+	x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, y), 1, NOAT);
+	layer_end(b, l);
+	return x;
+}
+
+static const char *decoder_layers(struct build *b, const struct layer_spec *ls,
+				  const char *x)
+{
+	for (int64_t l = 0; l < b->c->layers && !b->e.failed; l++)
+		x = decoder_layer(b, ls, x, l);
+	return x;
+}
+
+/* x + wpe[positions] (learned positions, read at pos + offset) */
+static const char *add_positions(struct build *b, const char *pos, int64_t offset,
+				 const char *weight, const char *node)
+{
+	struct em *e = &b->e;
+	const char *pe;
+
+	if (offset)
+		pos = em_node(e, "Add", em_str(e, "%s/Add", node), IN(pos, INT0(offset)),
+			      1, NOAT);
+	pe = em_weight(e, weight, b->wdt, b->c->positions + offset, b->c->hidden);
+	return em_node(e, "Gather", em_str(e, "%s/Gather", node), IN(pe, pos), 1, NOAT);
+}
+
+/* The LM head on the final hidden states x: x @ w^T into "logits", cast
+ * to float32 first when cast_logits (LlamaForCausalLM's logits.float()). */
+static void lm_head(struct build *b, const char *x, const char *w, bool cast_logits)
+{
+	struct em *e = &b->e;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+
+	w = em_node(e, "Transpose", "/lm_head/Transpose", IN(w), 1,
+		    AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+	if (!cast_logits || b->wdt == fdt) {
+		em_node(e, "MatMul", "logits", IN(x, w), 1, NOAT);
+	} else {
+		x = em_node(e, "MatMul", "/lm_head/MatMul", IN(x, w), 1, NOAT);
+		em_node(e, "Cast", "logits", IN(x), 1,
+			AT({"to", A_INT, fdt, 0, NULL, 0}));
+	}
+}
+
+/* --- gpt2, gpt_neo ------------------------------------------------------------ */
+
+/* GPT2LMHeadModel, eager attention: fused c_attn (Conv1D), scores / sqrt(hd),
+ * torch.where against the causal bias, softmax in the activations' dtype. */
+static const struct layer_spec gpt2_layer = {
+	.layers = "transformer.h",
+	.attn = ".attn",
+	.mlp = ".mlp",
+	.ln1 = ".ln_1",
+	.ln2 = ".ln_2",
+	.norm = NORM_LAYER,
+	.at = {.qkv = "c_attn",
+	       .o = "c_proj",
+	       .conv1d = true,
+	       .qkv_bias = true,
+	       .o_bias = true,
+	       .scale = SCALE_SCORES,
+	       .mask = MASK_WHERE,
+	       .softmax = SM_PLAIN,
+	       .drop = "/attn_dropout/Dropout"},
+	.ff = {.act = ACT_GELU_NEW,
+	       .up = "c_fc",
+	       .down = "c_proj",
+	       .bias = true,
+	       .conv1d = true},
+	.attn_drop = ".attn/resid_dropout/Dropout",
+	.mlp_drop = ".mlp/dropout/Dropout",
+};
+
+/* GPTNeoForCausalLM, eager attention (modeling_gpt_neo.py): q and k cast
+ * to float32, unscaled scores, torch.where against the causal bias,
+ * softmax, cast back to v's dtype. */
+static const struct layer_spec gpt_neo_layer = {
+	.layers = "transformer.h",
+	.attn = ".attn.attention",
+	.mlp = ".mlp",
+	.ln1 = ".ln_1",
+	.ln2 = ".ln_2",
+	.norm = NORM_LAYER,
+	.at = {.q = "q_proj",
+	       .k = "k_proj",
+	       .v = "v_proj",
+	       .o = "out_proj",
+	       .o_bias = true,
+	       .upcast_qk = true,
+	       .scale = SCALE_NONE,
+	       .mask = MASK_WHERE,
+	       .softmax = SM_CAST_BACK,
+	       .drop = "/attn_dropout/Dropout"},
+	.ff = {.act = ACT_GELU_NEW, .up = "c_fc", .down = "c_proj", .bias = true},
+	.attn_drop = ".attn.attention/resid_dropout/Dropout",
+	.mlp_drop = ".mlp/dropout/Dropout",
+};
+
+/* GPT-2 and GPT-Neo share their stem: wte + wpe, dropout, a bool causal
+ * mask; the masked scores take finfo.min of the scores' dtype (float32
+ * for GPT-Neo, whose scores are float32). */
+static void build_gpt2_like(struct build *b, const struct layer_spec *ls)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	bool eager = b->o->attention == COLLOC_ATTN_EAGER, neo = c->family == FAM_GPT_NEO;
+	const char *pos, *shape, *x, *wte;
+
+	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, c->hidden);
+	pos = positions(b, &shape);
+	/* the fused kernels take is_causal instead of a mask */
+	b->causal = eager ? causal_bool(b, pos) : NULL;
+	if (eager && neo)
+		b->minv = em_scalar(e, finfo_min(fdt), fdt);
+	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
+		    NOAT);
+	x = em_node(e, "Add", "/transformer/Add",
+		    IN(x, add_positions(b, pos, 0, "transformer.wpe.weight",
+					"/transformer/wpe")),
+		    1, NOAT);
+	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
+	if (eager && !neo)
+		b->minv = em_scalar(e, finfo_min(b->wdt), b->wdt);
+	x = decoder_layers(b, ls, x);
+	x = layernorm(b, x, "transformer.ln_f");
+	lm_head(b, x, wte, false);
+}
+
+static void build_gpt2(struct build *b)
+{
+	build_gpt2_like(b, &gpt2_layer);
+}
+
+static void build_gpt_neo(struct build *b)
+{
+	build_gpt2_like(b, &gpt_neo_layer);
+}
+
+/* --- opt ---------------------------------------------------------------------- */
+
+/* OPTForCausalLM, eager attention (modeling_opt.py): q_proj(x) * hd^-0.5,
+ * the additive causal mask, softmax (in float32 for float16 only), a
+ * ReLU MLP (fc1, fc2), dropout after attention and MLP, none on the
+ * embeddings. enable_bias covers every linear layer. */
+static void build_opt(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
+	struct layer_spec ls = {
+		.layers = "model.decoder.layers",
+		.attn = ".self_attn",
+		.mlp = "",
+		.ln1 = ".self_attn_layer_norm",
+		.ln2 = ".final_layer_norm",
+		.norm = NORM_LAYER,
+		.at = {.q = "q_proj",
+		       .k = "k_proj",
+		       .v = "v_proj",
+		       .o = "out_proj",
+		       .qkv_bias = c->qkv_bias,
+		       .o_bias = c->qkv_bias,
+		       .scale = SCALE_Q,
+		       .mask = MASK_ADD,
+		       .softmax = SM_FLOAT32_FP16,
+		       .drop = "/Dropout"},
+		.ff = {.act = ACT_RELU, .up = "fc1", .down = "fc2", .bias = c->qkv_bias},
+		.attn_drop = "/attn_dropout/Dropout",
+		.mlp_drop = "/fc2_dropout/Dropout",
+	};
+	const char *pos, *shape, *x, *emb;
+
+	emb = em_weight(e, "model.decoder.embed_tokens.weight", b->wdt, c->vocab,
+			c->hidden);
+	pos = positions(b, &shape);
+	b->causal = !eager ? NULL
+			   : em_node(e, "Where", "/model/Where",
+				     IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
+					em_scalar(e, finfo_min(b->wdt), b->wdt)),
+				     1, NOAT);
+	x = em_node(e, "Gather", "/model/decoder/embed_tokens/Gather",
+		    IN(emb, "input_ids"), 1, NOAT);
+	/* OPTLearnedPositionalEmbedding: positions + 2 (fairseq's offset) */
+	x = em_node(e, "Add", "/model/decoder/Add",
+		    IN(x, add_positions(b, pos, 2, "model.decoder.embed_positions.weight",
+					"/model/decoder/embed_positions")),
+		    1, NOAT);
+	x = decoder_layers(b, &ls, x);
+	x = layernorm(b, x, "model.decoder.final_layer_norm");
+	lm_head(b, x, emb, false);
+}
+
+/* --- llama -------------------------------------------------------------------- */
+
+/* LlamaForCausalLM, eager attention: RMSNorm, rotary q and k, grouped
+ * keys and values repeated, scores / sqrt(hd) + the additive causal mask,
+ * softmax in float32, SwiGLU, bias-free but for qwen2's q, k, v. */
 static void build_llama(struct build *b)
 {
 	struct em *e = &b->e;
 	const struct hf_cfg *c = b->c;
-	int64_t d = c->hidden, hd = d / c->heads, kvd = c->kv_heads * hd;
-	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-	const char *pos, *shape, *x, *emb, *lm;
 	bool eager = b->o->attention == COLLOC_ATTN_EAGER;
+	struct layer_spec ls = {
+		.layers = "model.layers",
+		.attn = ".self_attn",
+		.mlp = ".mlp",
+		.ln1 = ".input_layernorm",
+		.ln2 = ".post_attention_layernorm",
+		.norm = NORM_RMS,
+		.at = {.q = "q_proj",
+		       .k = "k_proj",
+		       .v = "v_proj",
+		       .o = "o_proj",
+		       .qkv_bias = c->qkv_bias,
+		       .rope = true,
+		       .scale = SCALE_SCORES,
+		       .mask = MASK_ADD,
+		       .softmax = SM_FLOAT32,
+		       .drop = "/Dropout"},
+		.ff = {.act = ACT_SILU,
+		       .gated = true,
+		       .up = "up_proj",
+		       .gate = "gate_proj",
+		       .down = "down_proj"},
+		.attn_drop = "",
+		.mlp_drop = "",
+	};
+	const char *pos, *shape, *x, *emb;
 
-	emb = em_weight(e, "model.embed_tokens.weight", b->wdt, c->vocab, d);
+	emb = em_weight(e, "model.embed_tokens.weight", b->wdt, c->vocab, c->hidden);
 	pos = positions(b, &shape);
 	/* the additive causal mask: 0 where allowed, finfo.min elsewhere
 	 * (the fused kernels get is_causal instead: transformers drops a
 	 * mask that is purely causal) */
-	b->causal =
-		!eager ? NULL
-		       : em_node(e, "Where", "/model/Where",
-				 IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
-				    em_scalar(
-					    e,
-					    b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
-						    ? -65504.0
-					    : b->wdt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
-						    ? -3.3895313892515355e38
-						    : -3.4028234663852886e38,
-					    b->wdt)),
-				 1, NOAT);
+	b->causal = !eager ? NULL
+			   : em_node(e, "Where", "/model/Where",
+				     IN(causal_bool(b, pos), em_scalar(e, 0.0, b->wdt),
+					em_scalar(e, finfo_min(b->wdt), b->wdt)),
+				     1, NOAT);
 	rotary(b, pos, shape);
 	x = em_node(e, "Gather", "/model/embed_tokens/Gather", IN(emb, "input_ids"), 1,
 		    NOAT);
-	for (int64_t l = 0; l < c->layers && !e->failed; l++) {
-		const char *p = em_str(e, "model.layers.%lld", (long long)l);
-		const char *ap = em_str(e, "%s.self_attn", p),
-			   *mp = em_str(e, "%s.mlp", p);
-		const char *an = em_str(e, "/%s", ap);
-		const char *h, *q, *k, *v, *s, *y, *g, *u;
-
-		layer_begin(b, l);
-		h = rmsnorm(b, x, em_str(e, "%s.input_layernorm", p));
-		q = linear(b, h, ap, "q_proj", d, d, c->qkv_bias, false);
-		k = linear(b, h, ap, "k_proj", d, kvd, c->qkv_bias, false);
-		v = linear(b, h, ap, "v_proj", d, kvd, c->qkv_bias, false);
-		q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
-		k = split_heads(b, k, c->kv_heads, em_str(e, "%s/k", an));
-		v = split_heads(b, v, c->kv_heads, em_str(e, "%s/v", an));
-		q = rope(b, q, em_str(e, "%s/q_rope", an));
-		k = rope(b, k, em_str(e, "%s/k_rope", an));
-		/* flash-attn reads grouped keys and values as they are;
-		 * eager and SDPA attention repeat them (repeat_kv) first */
-		if (b->o->attention != COLLOC_ATTN_FLASH) {
-			k = repeat_kv(b, k, em_str(e, "%s/k_rep", an));
-			v = repeat_kv(b, v, em_str(e, "%s/v_rep", an));
-		}
-		if (eager) {
-			k = em_node(e, "Transpose", em_str(e, "%s/Transpose_k", an),
-				    IN(k), 1, AT({"perm", A_INTS, 0, 0, PERM_LAST2, 4}));
-			s = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1,
-				    NOAT);
-			s = em_node(e, "Div", em_str(e, "%s/Div", an),
-				    IN(s, em_scalar(e, sqrt((double)hd), b->wdt)), 1,
-				    NOAT);
-			s = em_node(e, "Add", em_str(e, "%s/Add", an), IN(s, b->causal),
-				    1, NOAT);
-			s = softmax(b, s, an, true);
-			s = dropout(b, s, c->attn_pdrop, em_str(e, "%s/Dropout", an));
-			y = em_node(e, "MatMul", em_str(e, "%s/MatMul_1", an), IN(s, v),
-				    1, NOAT);
-		} else {
-			y = fused_attention(b, q, k, v, an);
-		}
-		y = merge_heads(b, y, an);
-		y = linear(b, y, ap, "o_proj", d, d, false, false);
-		x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
-
-		h = rmsnorm(b, x, em_str(e, "%s.post_attention_layernorm", p));
-		g = linear(b, h, mp, "gate_proj", d, c->inter, false, false);
-		u = linear(b, h, mp, "up_proj", d, c->inter, false, false);
-		/* SiLU as x * sigmoid(x): the op table's F.silu pattern */
-		g = em_node(
-			e, "Mul", em_str(e, "/%s/act_fn/Mul", mp),
-			IN(g, em_node(e, "Sigmoid", em_str(e, "/%s/act_fn/Sigmoid", mp),
-				      IN(g), 1, NOAT)),
-			1, NOAT);
-		g = em_node(e, "Mul", em_str(e, "/%s/Mul", mp), IN(g, u), 1, NOAT);
-		g = linear(b, g, mp, "down_proj", c->inter, d, false, false);
-		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(x, g), 1, NOAT);
-		layer_end(b, l);
-	}
+	x = decoder_layers(b, &ls, x);
 	x = rmsnorm(b, x, "model.norm");
-	lm = c->tied ? emb : em_weight(e, "lm_head.weight", b->wdt, c->vocab, d);
-	lm = em_node(e, "Transpose", "/lm_head/Transpose", IN(lm), 1,
-		     AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
-	if (b->wdt == fdt) {
-		em_node(e, "MatMul", "logits", IN(x, lm), 1, NOAT);
-	} else {
-		x = em_node(e, "MatMul", "/lm_head/MatMul", IN(x, lm), 1, NOAT);
-		/* LlamaForCausalLM: logits = logits.float() */
-		em_node(e, "Cast", "logits", IN(x), 1,
-			AT({"to", A_INT, fdt, 0, NULL, 0}));
+	lm_head(b, x,
+		c->tied ? emb
+			: em_weight(e, "lm_head.weight", b->wdt, c->vocab, c->hidden),
+		true);
+}
+
+/* --- bert, roberta ------------------------------------------------------------- */
+
+/*
+ * What BertModel adds to the scores when called without an attention_mask
+ * (get_extended_attention_mask of torch.ones(b, t)): (1 - m[:, None, None,
+ * :]) * finfo.min, [b, 1, 1, t], all zeros but computed and added in every
+ * layer. With causal (a [t, t] bool), the decoder's: causal[None, None] *
+ * m[:, None, None, :], [b, 1, t, t]. ids is [b, t]; nothing here needs a
+ * gradient.
+ */
+static const char *extended_mask(struct build *b, const char *ids, const char *causal,
+				 const char *name)
+{
+	struct em *e = &b->e;
+	const char *m;
+
+	m = em_node(e, "GreaterOrEqual", em_str(e, "%s/GreaterOrEqual", name),
+		    IN(ids, INT0(0)), 1, NOAT);
+	m = em_node(e, "Cast", em_str(e, "%s/Cast", name), IN(m), 1,
+		    AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+	m = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze", name), IN(m, INTS(1, 2)), 1,
+		    NOAT);
+	if (causal) {
+		const char *c =
+			em_node(e, "Cast", em_str(e, "%s/Cast_1", name), IN(causal), 1,
+				AT({"to", A_INT, b->wdt, 0, NULL, 0}));
+
+		c = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze_1", name),
+			    IN(c, INTS(0, 1)), 1, NOAT);
+		m = em_node(e, "Mul", em_str(e, "%s/Mul_1", name), IN(c, m), 1, NOAT);
 	}
+	m = em_node(e, "Sub", em_str(e, "%s/Sub", name), IN(em_scalar(e, 1.0, b->wdt), m),
+		    1, NOAT);
+	return em_node(e, "Mul", em_str(e, "%s/Mul", name),
+		       IN(m, em_scalar(e, finfo_min(b->wdt), b->wdt)), 1, NOAT);
+}
+
+/* BertSelfAttention (eager): q, k, v with biases, scores / sqrt(hd) + the
+ * extended mask, softmax, dropout; BertSelfOutput's dense. */
+static const struct attn_spec bert_attention = {
+	.q = "self.query",
+	.k = "self.key",
+	.v = "self.value",
+	.o = "output.dense",
+	.qkv_bias = true,
+	.o_bias = true,
+	.bidirectional = true,
+	.scale = SCALE_SCORES,
+	.mask = MASK_ADD,
+	.softmax = SM_PLAIN,
+	.drop = "/self/dropout/Dropout",
+};
+
+/* BertIntermediate + BertOutput's dense: up, exact GELU, down */
+static const struct mlp_spec bert_mlp = {
+	.act = ACT_GELU,
+	.up = "intermediate.dense",
+	.down = "output.dense",
+	.bias = true,
+};
+
+/* BertLayer l, post-LN: LayerNorm(x + dropout(attn(x))), then
+ * LayerNorm(. + dropout(mlp(.))). */
+static const char *bert_layer(struct build *b, const char *stack, const char *x,
+			      const char *mask, int64_t l)
+{
+	struct em *e = &b->e;
+	double pd = b->c->resid_pdrop;
+	const char *p = em_str(e, "%s.%lld", stack, (long long)l), *y;
+
+	layer_begin(b, l);
+	y = attention(b, &bert_attention, x, x, mask, em_str(e, "%s.attention", p));
+	y = dropout(b, y, pd, em_str(e, "/%s.attention/output/dropout/Dropout", p));
+	x = em_node(e, "Add", em_str(e, "/%s.attention/output/Add", p), IN(y, x), 1,
+		    NOAT);
+	x = layernorm(b, x, em_str(e, "%s.attention.output.LayerNorm", p));
+	y = mlp(b, &bert_mlp, x, p);
+	y = dropout(b, y, pd, em_str(e, "/%s/output/dropout/Dropout", p));
+	y = em_node(e, "Add", em_str(e, "/%s/output/Add", p), IN(y, x), 1, NOAT);
+	x = layernorm(b, y, em_str(e, "%s.output.LayerNorm", p));
+	layer_end(b, l);
+	return x;
+}
+
+/* BertForMaskedLM / RobertaForMaskedLM. The masked-LM head is the one the
+ * published checkpoints carry (architectures: BertForMaskedLM): the
+ * pretraining objective and the usual starting point of domain-adaptive
+ * fine-tuning; the model has no pooler (add_pooling_layer=False). */
+static void build_bert(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	bool roberta = c->pad_offset > 0;
+	const char *base = roberta ? "roberta" : "bert",
+		   *head = roberta ? "lm_head" : NULL;
+	const char *we, *te, *tt, *pos, *shape, *x, *mask, *h, *w;
+	int64_t d = c->hidden;
+
+	we = em_weight(e, em_str(e, "%s.embeddings.word_embeddings.weight", base), b->wdt,
+		       c->vocab, d);
+	if (roberta) {
+		/* create_position_ids_from_input_ids: cumsum of the non-pad
+		 * mask, times the mask, + padding_idx */
+		const char *m;
+
+		m = em_node(e, "Equal", "/roberta/embeddings/Equal",
+			    IN("input_ids", INT0(c->pad_offset - 1)), 1, NOAT);
+		m = em_node(e, "Not", "/roberta/embeddings/Not", IN(m), 1, NOAT);
+		m = em_node(e, "Cast", "/roberta/embeddings/Cast", IN(m), 1,
+			    AT({"to", A_INT, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 0,
+				NULL, 0}));
+		pos = em_node(e, "CumSum", "/roberta/embeddings/CumSum", IN(m, INT0(1)),
+			      1, NOAT);
+		pos = em_node(e, "Mul", "/roberta/embeddings/Mul", IN(pos, m), 1, NOAT);
+		pos = em_node(e, "Cast", "/roberta/embeddings/Cast_1", IN(pos), 1,
+			      AT({"to", A_INT, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0,
+				  NULL, 0}));
+		pos = em_node(e, "Add", "/roberta/embeddings/Add_pos",
+			      IN(pos, INT0(c->pad_offset - 1)), 1, NOAT);
+		shape = em_node(e, "Shape", "/roberta/Shape", IN("input_ids"), 1, NOAT);
+	} else {
+		pos = positions(b, &shape);
+	}
+	x = em_node(e, "Gather", em_str(e, "/%s/embeddings/word_embeddings/Gather", base),
+		    IN(we, "input_ids"), 1, NOAT);
+	/* token_type_ids: the registered zeros buffer, expanded to [b, t] */
+	tt = em_node(e, "Expand", em_str(e, "/%s/embeddings/Expand", base),
+		     IN(INTS(0), shape), 1, NOAT);
+	te = em_weight(e, em_str(e, "%s.embeddings.token_type_embeddings.weight", base),
+		       b->wdt, c->type_vocab, d);
+	x = em_node(e, "Add", em_str(e, "/%s/embeddings/Add", base),
+		    IN(x, em_node(e, "Gather",
+				  em_str(e, "/%s/embeddings/token_type_embeddings/Gather",
+					 base),
+				  IN(te, tt), 1, NOAT)),
+		    1, NOAT);
+	w = em_weight(e, em_str(e, "%s.embeddings.position_embeddings.weight", base),
+		      b->wdt, c->positions, d);
+	x = em_node(e, "Add", em_str(e, "/%s/embeddings/Add_1", base),
+		    IN(x, em_node(e, "Gather",
+				  em_str(e, "/%s/embeddings/position_embeddings/Gather",
+					 base),
+				  IN(w, pos), 1, NOAT)),
+		    1, NOAT);
+	x = layernorm(b, x, em_str(e, "%s.embeddings.LayerNorm", base));
+	x = dropout(b, x, c->embd_pdrop,
+		    em_str(e, "/%s/embeddings/dropout/Dropout", base));
+	/* the fused kernels run without a mask: transformers drops an
+	 * all-ones one */
+	mask = b->o->attention == COLLOC_ATTN_EAGER
+		       ? extended_mask(b, "input_ids", NULL, em_str(e, "/%s/mask", base))
+		       : NULL;
+	for (int64_t l = 0; l < c->layers && !e->failed; l++)
+		x = bert_layer(b, em_str(e, "%s.encoder.layer", base), x, mask, l);
+	/* BertLMPredictionHead: transform (dense, GELU, LayerNorm), then the
+	 * decoder, tied to the word embeddings, with its own bias */
+	if (!head)
+		head = "cls.predictions";
+	h = linear(b, x, roberta ? head : em_str(e, "%s.transform", head), "dense", d, d,
+		   true, false);
+	h = activation(b, ACT_GELU, h, em_str(e, "/%s", head));
+	h = layernorm(b, h,
+		      roberta ? em_str(e, "%s.layer_norm", head)
+			      : em_str(e, "%s.transform.LayerNorm", head));
+	w = c->tied ? we
+		    : em_weight(e, em_str(e, "%s.decoder.weight", head), b->wdt, c->vocab,
+				d);
+	w = em_node(e, "Transpose", "/lm_head/Transpose", IN(w), 1,
+		    AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+	h = em_node(e, "MatMul", "/lm_head/MatMul", IN(h, w), 1, NOAT);
+	em_node(e, "Add", "logits",
+		IN(h, em_weight(e, em_str(e, "%s.bias", head), b->wdt, c->vocab, 0)), 1,
+		NOAT);
+}
+
+/* --- t5 ------------------------------------------------------------------------ */
+
+/* T5Attention (eager): bias-free q, k, v, o of d_kv per head, unscaled
+ * scores += position_bias (the relative bias plus the mask), softmax of
+ * scores.float() cast back, dropout. */
+static const struct attn_spec t5_attention = {
+	.q = "q",
+	.k = "k",
+	.v = "v",
+	.o = "o",
+	.bidirectional = true,
+	.scale = SCALE_NONE,
+	.mask = MASK_ADD,
+	.softmax = SM_FLOAT32,
+	.drop = "/dropout/Dropout",
+};
+
+/* [t, t] bool: key j <= query i, for ids [b, t] */
+static const char *causal_bool_of(struct build *b, const char *ids, const char *name)
+{
+	struct em *e = &b->e;
+	const char *t, *r;
+
+	t = em_node(e, "Shape", em_str(e, "%s/Shape", name), IN(ids), 1, NOAT);
+	t = em_node(e, "Gather", em_str(e, "%s/Gather", name), IN(t, INT0(1)), 1,
+		    AT({"axis", A_INT, 0, 0, NULL, 0}));
+	r = em_node(e, "Range", em_str(e, "%s/Range", name), IN(INT0(0), t, INT0(1)), 1,
+		    NOAT);
+	return em_node(e, "LessOrEqual", em_str(e, "%s/LessOrEqual", name),
+		       IN(em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze", name),
+				  IN(r, INTS(0)), 1, NOAT),
+			  em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze_1", name),
+				  IN(r, INTS(1)), 1, NOAT)),
+		       1, NOAT);
+}
+
+/* [1] tensor: dim 1 of x's shape (a sequence length) */
+static const char *seq_len(struct build *b, const char *x, const char *name)
+{
+	struct em *e = &b->e;
+	const char *s = em_node(e, "Shape", em_str(e, "%s/Shape", name), IN(x), 1, NOAT);
+
+	return em_node(e, "Slice", em_str(e, "%s/Slice", name),
+		       IN(s, INTS(1), INTS(2), INTS(0)), 1, NOAT);
+}
+
+/*
+ * T5Attention.compute_bias(q_len, k_len) + mask, as its first layer runs it
+ * (the other layers reuse the sum): the relative positions key - query
+ * bucketed (_relative_position_bucket: half the buckets exact, half
+ * log-spaced up to max_distance; the encoder tells the sign apart, the
+ * decoder looks back only), looked up in relative_attention_bias
+ * [buckets, heads] (an embedding: it saves the bucket indices), permuted to
+ * [1, heads, q, k]. Integer work but for the lookup.
+ */
+static const char *t5_bias(struct build *b, const char *q_ids, const char *k_ids,
+			   bool decoder, const char *mask, const char *ap)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	int64_t nb = decoder ? c->buckets : c->buckets / 2, exact = nb / 2;
+	const char *an = em_str(e, "/%s", ap), *ctx, *mem, *rel, *off = NULL, *n, *large;
+
+	ctx = em_node(
+		e, "Range", em_str(e, "%s/Range", an),
+		IN(INT0(0),
+		   em_node(e, "Squeeze", em_str(e, "%s/Squeeze", an),
+			   IN(seq_len(b, q_ids, em_str(e, "%s/q_len", an)), INTS(0)), 1,
+			   NOAT),
+		   INT0(1)),
+		1, NOAT);
+	mem = em_node(
+		e, "Range", em_str(e, "%s/Range_1", an),
+		IN(INT0(0),
+		   em_node(e, "Squeeze", em_str(e, "%s/Squeeze_1", an),
+			   IN(seq_len(b, k_ids, em_str(e, "%s/k_len", an)), INTS(0)), 1,
+			   NOAT),
+		   INT0(1)),
+		1, NOAT);
+	ctx = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze", an), IN(ctx, INTS(1)), 1,
+		      NOAT);
+	mem = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze_1", an), IN(mem, INTS(0)),
+		      1, NOAT);
+	rel = em_node(e, "Sub", em_str(e, "%s/Sub", an), IN(mem, ctx), 1, NOAT);
+	if (decoder) {
+		/* -min(rel, 0) */
+		n = em_node(e, "Min", em_str(e, "%s/Min", an), IN(rel, INT0(0)), 1, NOAT);
+		n = em_node(e, "Neg", em_str(e, "%s/Neg", an), IN(n), 1, NOAT);
+	} else {
+		off = em_node(e, "Greater", em_str(e, "%s/Greater", an), IN(rel, INT0(0)),
+			      1, NOAT);
+		off = em_node(e, "Cast", em_str(e, "%s/Cast_b", an), IN(off), 1,
+			      AT({"to", A_INT, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0,
+				  NULL, 0}));
+		off = em_node(e, "Mul", em_str(e, "%s/Mul_b", an), IN(off, INT0(nb)), 1,
+			      NOAT);
+		n = em_node(e, "Abs", em_str(e, "%s/Abs", an), IN(rel), 1, NOAT);
+	}
+	large = em_node(e, "Cast", em_str(e, "%s/Cast_f", an), IN(n), 1,
+			AT({"to", A_INT, fdt, 0, NULL, 0}));
+	large = em_node(e, "Div", em_str(e, "%s/Div_b", an),
+			IN(large, em_scalar(e, (double)exact, fdt)), 1, NOAT);
+	large = em_node(e, "Log", em_str(e, "%s/Log", an), IN(large), 1, NOAT);
+	large = em_node(
+		e, "Mul", em_str(e, "%s/Mul_l", an),
+		IN(large, em_scalar(e,
+				    (double)(nb - exact) /
+					    log((double)c->max_distance / (double)exact),
+				    fdt)),
+		1, NOAT);
+	large = em_node(
+		e, "Cast", em_str(e, "%s/Cast_l", an), IN(large), 1,
+		AT({"to", A_INT, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL, 0}));
+	large = em_node(e, "Add", em_str(e, "%s/Add_l", an), IN(large, INT0(exact)), 1,
+			NOAT);
+	large = em_node(e, "Min", em_str(e, "%s/Min_l", an), IN(large, INT0(nb - 1)), 1,
+			NOAT);
+	n = em_node(e, "Where", em_str(e, "%s/Where_b", an),
+		    IN(em_node(e, "Less", em_str(e, "%s/Less", an), IN(n, INT0(exact)), 1,
+			       NOAT),
+		       n, large),
+		    1, NOAT);
+	if (off)
+		n = em_node(e, "Add", em_str(e, "%s/Add_b", an), IN(off, n), 1, NOAT);
+	n = em_node(e, "Gather", em_str(e, "%s/relative_attention_bias/Gather", an),
+		    IN(em_weight(e, em_str(e, "%s.relative_attention_bias.weight", ap),
+				 b->wdt, c->buckets, c->heads),
+		       n),
+		    1, NOAT);
+	n = em_node(e, "Transpose", em_str(e, "%s/Transpose_b", an), IN(n), 1,
+		    AT({"perm", A_INTS, 0, 0, (const int64_t[]){2, 0, 1}, 3}));
+	n = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze_b", an), IN(n, INTS(0)), 1,
+		    NOAT);
+	return em_node(e, "Add", em_str(e, "%s/Add_m", an), IN(n, mask), 1, NOAT);
+}
+
+/* The cross-attention's position bias: torch.zeros(1, heads, q, k) + the
+ * encoder's mask (no relative bias). */
+static const char *t5_zero_bias(struct build *b, const char *mask, const char *ap)
+{
+	struct em *e = &b->e;
+	const char *an = em_str(e, "/%s", ap), *shape;
+
+	shape = em_node(e, "Concat", em_str(e, "%s/Concat_z", an),
+			IN(INTS(1, b->c->heads),
+			   seq_len(b, "decoder_input_ids", em_str(e, "%s/q_len", an)),
+			   seq_len(b, "input_ids", em_str(e, "%s/k_len", an))),
+			1, AT({"axis", A_INT, 0, 0, NULL, 0}));
+	return em_node(e, "Add", em_str(e, "%s/Add_m", an),
+		       IN(em_node(e, "Expand", em_str(e, "%s/Expand_z", an),
+				  IN(em_scalar(e, 0.0, b->wdt), shape), 1, NOAT),
+			  mask),
+		       1, NOAT);
+}
+
+/* T5's sublayer: x + dropout(attn(layer_norm(x))), or of the FF */
+static const char *t5_residual(struct build *b, const char *x, const char *y,
+			       const char *sub)
+{
+	struct em *e = &b->e;
+
+	y = dropout(b, y, b->c->resid_pdrop, em_str(e, "/%s/dropout/Dropout", sub));
+	return em_node(e, "Add", em_str(e, "/%s/Add", sub), IN(x, y), 1, NOAT);
+}
+
+/* One stack (T5Stack): its blocks are checkpoint regions first..first+n. */
+static const char *t5_stack(struct build *b, const char *stack, const char *ids,
+			    const char *emb, const char *enc, const char *enc_mask,
+			    int64_t n, int64_t first)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	bool dec = enc != NULL;
+	struct mlp_spec ff = {.act = c->act,
+			      .gated = c->gated,
+			      .up = c->gated ? "wi_1" : "wi",
+			      .gate = "wi_0",
+			      .down = "wo",
+			      .drop = "/dropout/Dropout"};
+	const char *x, *mask, *bias = NULL, *xbias = NULL;
+
+	x = em_node(e, "Gather", em_str(e, "/%s/embed_tokens/Gather", stack),
+		    IN(emb, ids), 1, NOAT);
+	mask = extended_mask(b, ids,
+			     dec ? causal_bool_of(b, ids, em_str(e, "/%s/causal", stack))
+				 : NULL,
+			     em_str(e, "/%s/mask", stack));
+	x = dropout(b, x, c->resid_pdrop, em_str(e, "/%s/dropout/Dropout", stack));
+	for (int64_t l = 0; l < n && !e->failed; l++) {
+		const char *p = em_str(e, "%s.block.%lld", stack, (long long)l), *sub, *h;
+		struct attn_spec self = t5_attention;
+
+		self.bidirectional = !dec;
+		layer_begin(b, first + l);
+		sub = em_str(e, "%s.layer.0", p);
+		if (l == 0)
+			bias = t5_bias(b, ids, ids, dec, mask,
+				       em_str(e, "%s.SelfAttention", sub));
+		h = t5_norm(b, x, em_str(e, "%s.layer_norm", sub));
+		h = attention(b, &self, h, h, bias, em_str(e, "%s.SelfAttention", sub));
+		x = t5_residual(b, x, h, sub);
+		if (dec) {
+			sub = em_str(e, "%s.layer.1", p);
+			if (l == 0)
+				xbias = t5_zero_bias(
+					b, enc_mask,
+					em_str(e, "%s.EncDecAttention", sub));
+			h = t5_norm(b, x, em_str(e, "%s.layer_norm", sub));
+			h = attention(b, &t5_attention, h, enc, xbias,
+				      em_str(e, "%s.EncDecAttention", sub));
+			x = t5_residual(b, x, h, sub);
+		}
+		sub = em_str(e, "%s.layer.%d", p, dec ? 2 : 1);
+		h = t5_norm(b, x, em_str(e, "%s.layer_norm", sub));
+		h = mlp(b, &ff, h, em_str(e, "%s.DenseReluDense", sub));
+		x = t5_residual(b, x, h, sub);
+		layer_end(b, first + l);
+	}
+	x = t5_norm(b, x, em_str(e, "%s.final_layer_norm", stack));
+	return dropout(b, x, c->resid_pdrop, em_str(e, "/%s/dropout_1/Dropout", stack));
+}
+
+/* T5ForConditionalGeneration(input_ids, decoder_input_ids): the logits of
+ * the decoder's positions; the loss is cross-entropy against the labels
+ * (decoder_input_ids are the labels shifted right). */
+static void build_t5(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	const char *emb, *enc, *enc_mask, *x;
+
+	emb = em_weight(e, "shared.weight", b->wdt, c->vocab, c->hidden);
+	enc = t5_stack(b, "encoder", "input_ids", emb, NULL, NULL, c->layers, 0);
+	/* invert_attention_mask(ones): [b, 1, 1, t_enc] */
+	enc_mask = extended_mask(b, "input_ids", NULL, "/decoder/encoder_mask");
+	x = t5_stack(b, "decoder", "decoder_input_ids", emb, enc, enc_mask, c->dec_layers,
+		     c->layers);
+	if (c->tied)
+		x = em_node(e, "Mul", "/Mul",
+			    IN(x, em_scalar(e, 1.0 / sqrt((double)c->hidden), b->wdt)), 1,
+			    NOAT);
+	lm_head(b, x,
+		c->tied ? emb
+			: em_weight(e, "lm_head.weight", b->wdt, c->vocab, c->hidden),
+		false);
 }
 
 /* --- the model ------------------------------------------------------------- */
@@ -1441,24 +2154,30 @@ static int pack_and_load(struct build *b, struct colloc_graph **g, const char *f
 	Onnx__ModelProto mp = minit;
 	Onnx__GraphProto gp = ginit;
 	Onnx__OperatorSetIdProto os = oinit, *osp = &os;
-	Onnx__ValueInfoProto *in, *out;
+	Onnx__ValueInfoProto *in[2], *out;
+	bool t5 = b->c->family == FAM_T5;
 	uint8_t *buf;
 	size_t n;
 	int rc;
 
-	in = value_info(e, "input_ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "batch",
-			"seq", 0);
+	in[0] = value_info(e, "input_ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "batch",
+			   "seq", 0);
+	/* T5: the decoder's tokens (the labels shifted right) */
+	in[1] = t5 ? value_info(e, "decoder_input_ids",
+				ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "batch", "dec_seq",
+				0)
+		   : NULL;
 	out = value_info(e, "logits", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "batch",
-			 "seq", b->c->vocab);
-	if (e->failed || !in || !out)
+			 t5 ? "dec_seq" : "seq", b->c->vocab);
+	if (e->failed || !in[0] || (t5 && !in[1]) || !out)
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");
 	gp.name = unconst(b->c->model_type);
 	gp.node = e->nodes;
 	gp.n_node = e->n_nodes;
 	gp.initializer = e->inits;
 	gp.n_initializer = e->n_inits;
-	gp.input = &in;
-	gp.n_input = 1;
+	gp.input = in;
+	gp.n_input = t5 ? 2 : 1;
 	gp.output = &out;
 	gp.n_output = 1;
 	os.domain = unconst("");
@@ -1566,12 +2285,15 @@ static int build_graph(const struct hf_cfg *c, const struct colloc_model_opts *o
 	b.lora_rank = o->lora_rank ? o->lora_rank : 8;
 	b.lora_scale =
 		(o->lora_alpha > 0 ? o->lora_alpha : 2.0 * b.lora_rank) / b.lora_rank;
-	b.targets = o->lora_targets && o->lora_targets[0]
-			    ? o->lora_targets
-			    : (c->family == FAM_GPT2 ? "c_attn" : "q_proj,v_proj");
+	/* peft's defaults (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING) */
+	b.targets = o->lora_targets && o->lora_targets[0] ? o->lora_targets
+		    : c->family == FAM_GPT2		  ? "c_attn"
+		    : c->family == FAM_BERT		  ? "query,value"
+		    : c->family == FAM_T5		  ? "q,v"
+							  : "q_proj,v_proj";
 	if (segs) {
 		b.seg_first = segs;
-		b.seg_end = segs + c->layers;
+		b.seg_end = segs + c->layers + c->dec_layers;
 	}
 	{
 		Onnx__TensorProto *t =
@@ -1590,6 +2312,10 @@ static int build_graph(const struct hf_cfg *c, const struct colloc_model_opts *o
 		build_opt(&b);
 	else if (c->family == FAM_GPT_NEO)
 		build_gpt_neo(&b);
+	else if (c->family == FAM_BERT)
+		build_bert(&b);
+	else if (c->family == FAM_T5)
+		build_t5(&b);
 	else
 		build_llama(&b);
 	*lora_count = b.lora_count;
@@ -1621,9 +2347,23 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 	struct colloc__model_priv *mp = (struct colloc__model_priv *)m->priv_;
 	struct hf_cfg c;
 	int rc, lora_count = 0, *segs = NULL;
+	int64_t blocks;
 
 	if ((rc = parse_config(text, len, file, &c, diag)))
 		return rc;
+	/* the checkpointed blocks: the decoder's, or encoder's and decoder's */
+	blocks = c.layers + c.dec_layers;
+	if (c.family == FAM_T5 && o->attention != COLLOC_ATTN_EAGER)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: t5 adds a learned position bias to the "
+				       "scores: eager attention only (transformers "
+				       "has no sdpa or flash attention for T5)",
+				       file);
+	if (c.family == FAM_BERT && o->attention == COLLOC_ATTN_FLASH)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: %s has no flash_attention_2 in "
+				       "transformers: --attention eager or sdpa",
+				       file, c.model_type);
 	if (o->attention < 0 || o->attention >= COLLOC_ATTN_COUNT_)
 		return colloc_diag_set(diag, COLLOC_EUSAGE,
 				       "--attention wants eager, sdpa or flash");
@@ -1637,41 +2377,54 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 				       "--lora-rank wants 1..%d and --lora-alpha a "
 				       "non-negative number",
 				       HF_MAX_LORA_RANK);
-	if (o->gradient_checkpointing) {
-		segs = colloc__model_alloc(m, 2 * (size_t)c.layers * sizeof(*segs));
-		if (!segs)
-			return colloc_diag_set(diag, -ENOMEM, "out of memory");
-	}
+	/* the layers' node ranges: checkpoint regions, and the units
+	 * ZeRO-3 / FSDP gather */
+	segs = colloc__model_alloc(m, 2 * (size_t)blocks * sizeof(*segs) + 1);
+	if (!segs)
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
 	rc = build_graph(&c, o, m, file, segs, &m->graph, &lora_count, diag);
+	if (!rc) {
+		mp->n_layers = (int)blocks;
+		mp->layer_first = segs;
+		mp->layer_end = segs + blocks;
+	}
 	if (!rc && o->gradient_checkpointing) {
 		struct hf_cfg stem = c;
 		int unused;
 
-		stem.layers = 0;
-		mp->n_ckpt = (int)c.layers;
+		stem.layers = stem.dec_layers = 0;
+		mp->n_ckpt = (int)blocks;
 		mp->ckpt_first = segs;
-		mp->ckpt_end = segs + c.layers;
+		mp->ckpt_end = segs + blocks;
 		rc = build_graph(&stem, o, m, file, NULL, &mp->stem, &unused, diag);
 		colloc__model_note(
 			m,
 			"gradient checkpointing: %lld layers recomputed in "
 			"backward (torch.utils.checkpoint, use_reentrant=False)",
-			(long long)c.layers);
+			(long long)blocks);
 	}
 	if (!rc) {
 		m->family = c.model_type;
-		m->max_seq = c.positions;
-		m->n_seq_dims = 1;
+		/* roberta's first positions go to the padding index */
+		m->max_seq = c.positions - c.pad_offset;
+		m->loss = c.family == FAM_BERT || c.family == FAM_T5
+				  ? COLLOC_LOSS_CROSS_ENTROPY
+				  : COLLOC_LOSS_CAUSAL_LM;
+		m->n_seq_dims = c.family == FAM_T5 ? 2 : 1;
 		m->seq_dims[0] = colloc__model_strdup(m, "seq");
-		if (!m->seq_dims[0])
+		m->seq_dims[1] =
+			c.family == FAM_T5 ? colloc__model_strdup(m, "dec_seq") : NULL;
+		if (!m->seq_dims[0] || (c.family == FAM_T5 && !m->seq_dims[1]))
 			rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		if (o->weight_dtype && o->weight_dtype != COLLOC_DT_FLOAT)
 			colloc__model_note(m, "weights and activations in %s",
 					   colloc_dtype_name(o->weight_dtype));
 		if (o->attention == COLLOC_ATTN_SDPA)
-			colloc__model_note(m, "attention: sdpa (F.scaled_dot_product_"
-					      "attention, is_causal): q, k, v, output "
-					      "and log-sum-exp saved, no [T, T] matrix");
+			colloc__model_note(m,
+					   "attention: sdpa (F.scaled_dot_product_"
+					   "attention%s): q, k, v, output and "
+					   "log-sum-exp saved, no [T, T] matrix",
+					   c.family == FAM_BERT ? "" : ", is_causal");
 		else if (o->attention == COLLOC_ATTN_FLASH)
 			colloc__model_note(m, "attention: flash_attention_2 (flash_attn_"
 					      "func, causal): q, k, v, output and "

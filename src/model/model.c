@@ -504,6 +504,43 @@ int colloc_model_infer(struct colloc_model *m, const struct colloc_model_dims *d
 	return colloc_graph_infer(m->graph, &bo, diag);
 }
 
+/*
+ * The parameters (all, and the trainable ones) of m's largest layer: what
+ * FSDP with transformer_auto_wrap_policy (one unit per layer) and ZeRO-3
+ * gather at once, per unit. A parameter read by several layers (none in
+ * the families built) counts in each. 0 when m has no known layers. The
+ * graph must be inferred (sizes).
+ */
+static void largest_unit(struct colloc_model *m, uint64_t *all, uint64_t *trainable)
+{
+	const struct colloc_graph *g = m->graph;
+	const struct colloc__model_priv *mp = mpriv(m);
+
+	*all = *trainable = 0;
+	for (int l = 0; l < mp->n_layers; l++) {
+		uint64_t a = 0, t = 0;
+
+		for (int k = mp->layer_first[l]; k < mp->layer_end[l] && k < g->n_nodes;
+		     k++)
+			for (int i = 0; i < g->nodes[k].n_inputs; i++) {
+				int x = g->nodes[k].inputs[i];
+				const struct colloc_tensor *v =
+					x >= 0 ? &g->tensors[x] : NULL;
+
+				if (!v || (v->param_class != COLLOC_PARAM_TRAINABLE &&
+					   !v->frozen))
+					continue;
+				a += colloc_tensor_bytes(v);
+				if (v->param_class == COLLOC_PARAM_TRAINABLE)
+					t += colloc_tensor_bytes(v);
+			}
+		if (a > *all) {
+			*all = a;
+			*trainable = t;
+		}
+	}
+}
+
 int colloc_estimate_model(struct colloc_model *m, const struct colloc_model_dims *d,
 			  const struct colloc_estimate_opts *opts,
 			  struct colloc_estimate *out, struct colloc_diag *diag)
@@ -518,6 +555,8 @@ int colloc_estimate_model(struct colloc_model *m, const struct colloc_model_dims
 	ext.n_segs = mpriv(m)->n_ckpt;
 	ext.seg_first = mpriv(m)->ckpt_first;
 	ext.seg_end = mpriv(m)->ckpt_end;
+	if (opts->parallel == COLLOC_PAR_ZERO3 || opts->parallel == COLLOC_PAR_FSDP)
+		largest_unit(m, &ext.unit_param_bytes, &ext.unit_trainable_bytes);
 	return colloc__estimate_run_ext(m->graph, opts, &ext, out, diag);
 }
 
@@ -565,6 +604,61 @@ int colloc_estimate_max_batch(struct colloc_model *m, const struct colloc_model_
 			return rc;
 	}
 	*batch = lo;
+	return 0;
+}
+
+int colloc_estimate_max_seq(struct colloc_model *m, const struct colloc_model_dims *d,
+			    const struct colloc_estimate_opts *opts, int64_t *seq,
+			    bool *capped, struct colloc_estimate *at,
+			    struct colloc_diag *diag)
+{
+	struct colloc_model_dims at_s = *d;
+	int64_t limit = m->max_seq > 0 ? m->max_seq : COLLOC_MODEL_MAX_SEQ;
+	int64_t lo = 0, hi = 1;
+	int rc = 0;
+
+	*seq = 0;
+	*capped = false;
+	if (!opts->gpu_memory_bytes)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "the longest sequence needs a GPU memory size");
+	if (!m->n_seq_dims)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "%s has no sequence dimension", m->name);
+	if (d->batch <= 0 && !colloc_graph_fixed_batch(m->graph))
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "the longest sequence needs a batch size");
+	/* Peak memory grows with the sequence: double, then bisect. */
+	for (;;) {
+		at_s.seq = hi;
+		if ((rc = colloc_estimate_model(m, &at_s, opts, at, diag)))
+			return rc;
+		if (!at->fits)
+			break;
+		lo = hi;
+		if (hi == limit) {
+			*capped = true;
+			break;
+		}
+		hi = hi > limit / 2 ? limit : 2 * hi;
+	}
+	while (!*capped && hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		at_s.seq = mid;
+		if ((rc = colloc_estimate_model(m, &at_s, opts, at, diag)))
+			return rc;
+		if (at->fits)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && at_s.seq != lo) {
+		at_s.seq = lo;
+		if ((rc = colloc_estimate_model(m, &at_s, opts, at, diag)))
+			return rc;
+	}
+	*seq = lo;
 	return 0;
 }
 

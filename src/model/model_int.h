@@ -15,6 +15,11 @@ struct colloc__model_priv {
 	 * nodes [ckpt_first[i], ckpt_end[i]) (arena); n_ckpt 0 = none. */
 	int n_ckpt;
 	int *ckpt_first, *ckpt_end;
+	/* Hugging Face configurations: every transformer layer's node range
+	 * (as ckpt_*, recorded with or without checkpointing): the units
+	 * ZeRO-3 and FSDP gather. n_layers 0 = unknown. */
+	int n_layers;
+	int *layer_first, *layer_end;
 	/* With checkpointing, the same model without its layers (owned),
 	 * inferred beside graph: the step time's recomputation is the
 	 * difference of their forward passes. */
