@@ -17,7 +17,7 @@ if [ $# -ne 4 ]; then
 fi
 kind=$1 src=$2 version=$3 out=$4
 tmp="$out.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp" "$tmp.help" "$tmp.cmds"' EXIT
 
 # verbatim: stdin as a preformatted roff block, escaped.
 verbatim() {
@@ -31,13 +31,17 @@ verbatim() {
 	printf '.fi\n'
 }
 
-# help CMD...: CMD's --help output; a command whose --help fails stops the
-# build rather than giving a page without it.
+# help CMD...: CMD's --help as a preformatted block on stdout. A command
+# whose --help fails stops the build rather than giving a page without it:
+# the text goes through a file, never a pipeline, since a failure on the
+# left of a pipe (or in a `... | while` loop, a subshell) would not reach
+# `set -e` or the exit below.
 help() {
-	if ! "$@" --help </dev/null 2>&1; then
+	if ! "$@" --help </dev/null >"$tmp.help" 2>&1; then
 		echo "gen-man.sh: '$* --help' failed" >&2
 		exit 1
 	fi
+	verbatim <"$tmp.help"
 }
 
 case $kind in
@@ -47,14 +51,17 @@ colloc)
 		printf '.SH NAME\ncolloc \\- estimate GPU memory of training jobs and run them on shared GPUs\n'
 		printf '.SH SYNOPSIS\n.B colloc\n[\\-\\-socket \\fIPATH\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR...]\n'
 		printf '.SH DESCRIPTION\n'
-		help "$src" | verbatim
+		help "$src"
 		printf '.SH COMMANDS\nEach command'"'"'s own \\fB\\-\\-help\\fR, as printed by \\fBcolloc \\fICOMMAND\\fB \\-\\-help\\fR.\n'
 		# The commands, as `colloc --help` lists them ("  NAME ...").
 		# the commands are the indented words of the list before "exit status"
-		help "$src" | sed -n '/^exit status/q; s/^  \([a-z][a-z-]*\) .*/\1/p' | while read -r cmd; do
+		help "$src" >/dev/null
+		sed -n '/^exit status/q; s/^  \([a-z][a-z-]*\) .*/\1/p' "$tmp.help" >"$tmp.cmds"
+		[ -s "$tmp.cmds" ] || { echo "gen-man.sh: '$src --help' lists no commands" >&2; exit 1; }
+		while read -r cmd; do
 			printf '.SS colloc %s\n' "$cmd"
-			help "$src" "$cmd" | verbatim
-		done
+			help "$src" "$cmd"
+		done <"$tmp.cmds"
 		printf '.SH ENVIRONMENT\n'
 		printf '.TP\n.B COLLOC_SOCKET\ncollocd'"'"'s socket when \\-\\-socket is not given.\n'
 		printf '.TP\n.B COLLOC_DATA_DIR\nthe data directory (zoo/, platforms/) instead of the installed share/colloc.\n'
@@ -69,7 +76,7 @@ collocd)
 		printf '.SH NAME\ncollocd \\- the colloc GPU resource manager daemon\n'
 		printf '.SH SYNOPSIS\n.B collocd\n[\\fIOPTIONS\\fR]\n'
 		printf '.SH DESCRIPTION\n'
-		help "$src" | verbatim
+		help "$src"
 		printf '.SH FILES\n'
 		printf '.TP\n.I /etc/colloc/collocd.conf\nthe config file read when \\-\\-config is not given, see\n.BR collocd.conf (5).\n'
 		printf '.TP\n.I STATE_DIR/collocd.db\nthe job database (SQLite).\n'
@@ -139,5 +146,6 @@ conf)
 	exit 2
 	;;
 esac
+rm -f "$tmp.help" "$tmp.cmds"
 mv "$tmp" "$out"
 trap - EXIT

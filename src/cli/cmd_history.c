@@ -30,7 +30,7 @@ static const char history_usage[] =
 	"  PEAK      the largest GPU memory measured on one of its GPUs\n"
 	"  UTIL      its GPUs' mean activity while it ran\n"
 	"  ATTEMPTS  launches (out-of-memory retries launch again)\n"
-	"Jobs are kept for collocd's retention (30 days by default).\n"
+	"Jobs are kept for collocd's retention (by default, forever).\n"
 	"\n"
 	"  --all            everyone's jobs (administrators only)\n"
 	"  --user USER      only USER's jobs (another user's: administrators only)\n"

@@ -10,20 +10,28 @@
 #include "cli/jobs_common.h"
 
 static const char stats_usage[] =
-	"usage: colloc stats [--json]\n"
+	"usage: colloc stats [--scope start|store] [--json]\n"
 	"\n"
 	"What collocd has done: jobs by state, makespan (first submit to last\n"
 	"end), mean wait and completion time, time-weighted GPU and memory\n"
 	"utilization while jobs ran, jobs that shared a GPU, jobs re-queued after\n"
 	"an out-of-memory death (and how many then finished), and jobs lost (their\n"
-	"end could not be recorded; should be 0). Job counts and times cover\n"
-	"every job in collocd's database, also from before a restart (finished\n"
-	"jobs stay there for collocd's retention, 30 days by default); the\n"
-	"utilization figures cover the time since this collocd started. The\n"
-	"table's last lines say so (API: jobs_scope, util_scope, started_at).\n"
+	"end could not be recorded; should be 0), all of every user's jobs.\n"
 	"\n"
-	"  --json             the API's object (GET /v1/stats, "
+	"  --scope start      (default) since this collocd started: the jobs\n"
+	"                     submitted since, and those it took over from before\n"
+	"                     a restart that had not ended yet (counted with\n"
+	"                     their whole life); jobs that ended before it\n"
+	"                     started are left out\n"
+	"  --scope store      every job in collocd's database, also those that\n"
+	"                     ended before a restart (finished jobs stay there for\n"
+	"                     collocd's retention; by default, forever). The\n"
+	"                     utilization is not kept across restarts: it prints\n"
+	"                     as \"-\"\n"
+	"  --json             the API's object (GET /v1/stats?scope=..., "
 	"docs/api.md)\n" CLI_SOCKET_HELP "  -h, --help         this help\n"
+	"\n"
+	"The table's last line names the scope.\n"
 	"\n" CLI_EXIT_HELP;
 
 /* The rows of the text table: key in GET /v1/stats, label, unit. */
@@ -69,11 +77,15 @@ static int print_table(const cJSON *o, void *ctx)
 			printf("%.0f\n", v->valuedouble);
 	}
 	{
+		const cJSON *scope = cJSON_GetObjectItemCaseSensitive(o, "scope");
 		char since[32];
 
-		printf("%-28s every job in the database (retained)\n", "jobs counted");
-		printf("%-28s since collocd started (%s)\n", "utilization measured",
-		       cli_fmt_time(o, "started_at", since, sizeof(since)));
+		cli_fmt_time(o, "started_at", since, sizeof(since));
+		if (cJSON_IsString(scope) && strcmp(scope->valuestring, "store") == 0)
+			printf("%-28s every job in the database (collocd started %s)\n",
+			       "scope", since);
+		else
+			printf("%-28s since collocd started (%s)\n", "scope", since);
 	}
 	return CLI_OK;
 }
@@ -83,10 +95,25 @@ int cmd_stats(int argc, char **argv)
 	struct cli_jobs_call call = {"GET", "/v1/stats", NULL, "stats",
 				     false, print_table, NULL};
 	const char *socket = NULL;
+	const char *scope = NULL;
 
 	for (int k = 1; k < argc; k++) {
 		if (strcmp(argv[k], "--json") == 0) {
 			call.json = true;
+		} else if (strcmp(argv[k], "--scope") == 0 ||
+			   strncmp(argv[k], "--scope=", 8) == 0) {
+			if (argv[k][7] == '=')
+				scope = argv[k] + 8;
+			else if (k + 1 < argc)
+				scope = argv[++k];
+			else
+				scope = "";
+			if (strcmp(scope, "start") != 0 && strcmp(scope, "store") != 0) {
+				cli_error("stats: --scope: expected start or store, not "
+					  "'%s'",
+					  scope);
+				return CLI_USAGE;
+			}
 		} else if (strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0) {
 			fputs(stats_usage, stdout);
 			return CLI_OK;
@@ -99,5 +126,7 @@ int cmd_stats(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
+	if (scope && strcmp(scope, "store") == 0)
+		call.path = "/v1/stats?scope=store";
 	return cli_jobs_call(socket, &call);
 }

@@ -298,6 +298,16 @@ static void draw_status_line(struct top_frame *f, const struct top_snap *s,
 	line_put(f, l, TOP_DIM, " free");
 }
 
+/* Seconds from since (a job's start or submit, with its fraction) to the
+ * refresh, which time() took in whole seconds: a job that started in the
+ * refresh's own second is 0 seconds old, not a negative age ("-"). */
+static double age_s(const struct top_snap *s, double since)
+{
+	double d = (double)s->taken - since;
+
+	return d < 0 && d > -1 ? 0 : d;
+}
+
 static const struct top_job *find_job(const struct top_snap *s, uint64_t id)
 {
 	for (size_t i = 0; i < s->n_jobs; i++)
@@ -328,7 +338,7 @@ static void draw_running_job(struct top_frame *f, const struct top_snap *s,
 		    fit(j->name, 24, name, sizeof(name)),
 		    fmt_bytes(j->has_need, j->mem_need_bytes, need, sizeof(need)),
 		    fmt_bytes(j->has_peak, j->peak_bytes, peak, sizeof(peak)),
-		    cli_fmt_elapsed((double)s->taken - j->since, up, sizeof(up)));
+		    cli_fmt_elapsed(age_s(s, j->since), up, sizeof(up)));
 }
 
 static bool listed(const struct top_gpu *g, uint64_t id)
@@ -433,8 +443,7 @@ static void draw_queued(struct top_frame *f, const struct top_snap *s)
 			id, fit(j->user, 10, user, sizeof(user)),
 			fit(j->name, 24, name, sizeof(name)), gp,
 			fmt_bytes(j->has_need, j->mem_need_bytes, need, sizeof(need)),
-			prio,
-			cli_fmt_elapsed((double)s->taken - j->since, wait, sizeof(wait)));
+			prio, cli_fmt_elapsed(age_s(s, j->since), wait, sizeof(wait)));
 		shown++;
 		room--;
 	}

@@ -806,6 +806,7 @@ struct query {
 	char user[CD_USER_MAX]; /* "" = any */
 	char name[CD_NAME_MAX]; /* "" = any; a shell pattern */
 	int64_t since_ms; /* 0 = any; wall clock */
+	bool scope_store; /* scope=store (GET /v1/stats); else scope=start */
 };
 
 /* The two hex digits at s as a number, or -1 (s is NUL-terminated: a NUL
@@ -909,6 +910,12 @@ static int parse_query(const char *q, struct query *out, struct colloc_diag *dia
 					diag, COLLOC_EUSAGE,
 					"query 'since': expected Unix seconds");
 			out->since_ms = (int64_t)llround(t * 1000.0);
+		} else if (strcmp(kv, "scope") == 0) {
+			if (strcmp(v, "start") != 0 && strcmp(v, "store") != 0)
+				return colloc_diag_set(
+					diag, COLLOC_EUSAGE,
+					"query 'scope': expected start or store");
+			out->scope_store = strcmp(v, "store") == 0;
 		} else if (strcmp(kv, "offset") == 0 || strcmp(kv, "max") == 0) {
 			uint64_t n;
 
@@ -948,17 +955,32 @@ static void handle_status(struct cd_daemon *d, const struct cd_peer *peer,
 	set_json(r, 200, o);
 }
 
-static void handle_stats(struct cd_daemon *d, struct cd_api_response *r)
+/* The utilization figures are null where the scope has none (store). */
+static void add_util(cJSON *o, const char *key, const struct cd_stats *st, double v)
+{
+	if (st->util_known)
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void handle_stats(struct cd_daemon *d, const struct query *q,
+			 struct cd_api_response *r)
 {
 	struct colloc_diag diag = {{0}};
 	struct cd_stats st;
 	cJSON *o;
 
-	if (cd_daemon_stats(d, &st, &diag)) {
+	if (cd_daemon_stats(d, q->scope_store ? CD_STATS_STORE : CD_STATS_START, &st,
+			    &diag)) {
 		set_error(r, 500, "%s", diag.msg);
 		return;
 	}
 	o = cJSON_CreateObject();
+	/* Every figure covers the one scope named here (docs/api.md). */
+	cJSON_AddStringToObject(o, "scope",
+				st.scope == CD_STATS_STORE ? "store" : "start");
+	cJSON_AddNumberToObject(o, "started_at", (double)st.started_ms / 1000.0);
 	cJSON_AddStringToObject(o, "policy",
 				colloc_policy_name(cd_daemon_config(d)->sched.policy));
 	cJSON_AddNumberToObject(o, "gpus", cd_daemon_gpu_count(d));
@@ -971,20 +993,13 @@ static void handle_stats(struct cd_daemon *d, struct cd_api_response *r)
 	cJSON_AddNumberToObject(o, "makespan_s", st.makespan_s);
 	cJSON_AddNumberToObject(o, "mean_wait_s", st.mean_wait_s);
 	cJSON_AddNumberToObject(o, "mean_jct_s", st.mean_jct_s);
-	cJSON_AddNumberToObject(o, "busy_s", st.busy_s);
-	cJSON_AddNumberToObject(o, "gpu_util", st.gpu_util_mean);
-	cJSON_AddNumberToObject(o, "mem_util", st.mem_util_mean);
+	add_util(o, "busy_s", &st, st.busy_s);
+	add_util(o, "gpu_util", &st, st.gpu_util_mean);
+	add_util(o, "mem_util", &st, st.mem_util_mean);
 	cJSON_AddNumberToObject(o, "shared_jobs", (double)st.shared_jobs);
 	cJSON_AddNumberToObject(o, "oom_requeued", (double)st.oom_requeued);
 	cJSON_AddNumberToObject(o, "oom_recovered", (double)st.oom_recovered);
 	cJSON_AddNumberToObject(o, "jobs_lost", (double)st.lost);
-	/* Which figures cover what (docs/api.md): the job figures are read
-	 * from the store, the utilization is this process's own. */
-	cJSON_AddStringToObject(o, "jobs_scope", "store");
-	cJSON_AddStringToObject(o, "util_scope", "since_start");
-	cJSON_AddNumberToObject(o, "started_at",
-				(double)cd_now_read().wall_ms / 1000.0 -
-					cd_daemon_uptime_s(d));
 	set_json(r, 200, o);
 }
 
@@ -1471,7 +1486,7 @@ void cd_api_handle(struct cd_daemon *d, const struct cd_peer *peer, const char *
 			goto not_allowed;
 		if (!d)
 			goto unavailable;
-		handle_stats(d, resp);
+		handle_stats(d, &q, resp);
 		return;
 	}
 	if (strcmp(url, "/v1/gpus") == 0) {

@@ -437,6 +437,7 @@ int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 	d->euid = geteuid();
 	d->now = now;
 	d->created_ms = d->now.mono_ms;
+	d->created_wall_ms = d->now.wall_ms;
 	d->last_sample_ms = INT64_MIN;
 	if ((size_t)snprintf(d->logs_dir, sizeof(d->logs_dir), "%s/logs",
 			     cfg->state_dir) >= sizeof(d->logs_dir) ||

@@ -241,8 +241,25 @@ void cd_daemon_sched_counters(const struct cd_daemon *d, struct cd_sched_counter
  * there is none), so that the event loop logs where the daemon does. */
 void cd_daemon_log(const struct cd_daemon *d, const char *line);
 
-/* What the server has done since it started (GET /v1/stats). */
+/*
+ * Which jobs cd_daemon_stats() counts (GET /v1/stats?scope=, docs/api.md).
+ * CD_STATS_START: the jobs this collocd has had in hand, those that had not
+ * ended when it started (carried over from before a restart: queued, running
+ * or found lost) and those submitted since; the utilization is its own
+ * measurement over the same time. CD_STATS_STORE: every job the store holds,
+ * also those that ended before this collocd started (back to the
+ * retention); the utilization, which is not kept across restarts, is absent.
+ */
+enum cd_stats_scope {
+	CD_STATS_START,
+	CD_STATS_STORE,
+};
+
+/* What the server has done, over one scope (GET /v1/stats). */
 struct cd_stats {
+	enum cd_stats_scope scope;
+	int64_t started_ms; /* wall clock when this collocd started */
+	bool util_known; /* false for CD_STATS_STORE: the three below are 0 */
 	double busy_s; /* time with at least one job running, sampled */
 	double gpu_util_mean; /* time-weighted over busy_s and all GPUs, 0..1 */
 	double mem_util_mean; /* the same for used / total memory */
@@ -254,10 +271,17 @@ struct cd_stats {
 			       * on one of its GPUs */
 	uint64_t oom_requeued; /* jobs re-queued after an OOM death */
 	uint64_t oom_recovered; /* ... of which finished done */
-	uint64_t lost; /* jobs whose end could not be recorded */
+	uint64_t lost; /* jobs whose end could not be recorded (in scope
+			* CD_STATS_START: found lost by this collocd) */
 };
 
-int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_diag *diag);
+/*
+ * Fill out with what the daemon has done over scope, all jobs of every user,
+ * read from the store. Returns 0, or negative with diag set (store failure,
+ * -ENOMEM); out is then partly filled.
+ */
+int cd_daemon_stats(struct cd_daemon *d, enum cd_stats_scope scope, struct cd_stats *out,
+		    struct colloc_diag *diag);
 
 /* Seconds since cd_daemon_create(). */
 double cd_daemon_uptime_s(const struct cd_daemon *d);

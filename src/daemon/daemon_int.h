@@ -135,6 +135,7 @@ struct cd_daemon {
 	const char *activity_src; /* what gpu_activity() used last (static) */
 	struct cd_now now; /* handed in by cd_daemon_set_now() */
 	int64_t created_ms; /* monotonic */
+	int64_t created_wall_ms; /* wall clock, the start of stats' default scope */
 	int64_t last_sample_ms; /* monotonic; INT64_MIN: never */
 	int rr_cursor;
 	bool dirty;

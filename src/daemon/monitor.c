@@ -440,8 +440,10 @@ static int count_shared(const struct cd_job *jobs, size_t n, int64_t now, uint64
 	return 0;
 }
 
-int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_diag *diag)
+int cd_daemon_stats(struct cd_daemon *d, enum cd_stats_scope scope, struct cd_stats *out,
+		    struct colloc_diag *diag)
 {
+	struct cd_job_filter f = {.state_mask = ~0u, .uid = -1};
 	struct cd_job *jobs = NULL;
 	size_t n = 0, n_started = 0, n_ended = 0;
 	int64_t now = d->now.wall_ms, first = INT64_MAX, last = 0;
@@ -449,7 +451,16 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = cd_store_job_list(d->store, ~0u, -1, 0, &jobs, &n, diag)))
+	out->scope = scope;
+	out->started_ms = d->created_wall_ms;
+	/* A job that ended before this collocd started is history of another
+	 * process: the default scope leaves it out, so that every figure
+	 * covers the same time as the utilization this process measured. A
+	 * job carried over (queued, running, or found lost at start-up: its
+	 * end is recorded at the start) counts with its whole life. */
+	if (scope == CD_STATS_START)
+		f.active_since_ms = d->created_wall_ms > 0 ? d->created_wall_ms : 1;
+	if ((rc = cd_store_job_find(d->store, &f, &jobs, &n, diag)))
 		return rc;
 	for (size_t k = 0; k < n; k++) {
 		const struct cd_job *j = &jobs[k];
@@ -487,8 +498,17 @@ int cd_daemon_stats(struct cd_daemon *d, struct cd_stats *out, struct colloc_dia
 		out->makespan_s = (double)(last - first) / 1000.0;
 	out->mean_wait_s = n_started ? wait / (double)n_started / 1000.0 : 0;
 	out->mean_jct_s = n_ended ? jct / (double)n_ended / 1000.0 : 0;
-	out->busy_s = d->busy_ms / 1000.0;
-	out->gpu_util_mean = d->busy_ms > 0 ? d->util_ms / d->busy_ms : 0;
-	out->mem_util_mean = d->busy_ms > 0 ? d->mem_ms / d->busy_ms : 0;
-	return rc ? rc : cd_store_event_count(d->store, "lost", &out->lost, diag);
+	/* Samples live in memory only: a store-wide figure would be made up. */
+	out->util_known = scope == CD_STATS_START;
+	if (out->util_known) {
+		out->busy_s = d->busy_ms / 1000.0;
+		out->gpu_util_mean = d->busy_ms > 0 ? d->util_ms / d->busy_ms : 0;
+		out->mem_util_mean = d->busy_ms > 0 ? d->mem_ms / d->busy_ms : 0;
+	}
+	if (rc)
+		return rc;
+	return cd_store_event_count_since(d->store, "lost",
+					  scope == CD_STATS_START ? d->created_wall_ms
+								  : INT64_MIN,
+					  &out->lost, diag);
 }

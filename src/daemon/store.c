@@ -266,7 +266,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_JOB_PRUNE] = "DELETE FROM jobs WHERE state IN (?1, ?2, ?3) AND end_ms > 0"
 			 " AND end_ms < ?4 RETURNING id",
 	[ST_LAST_ID] = "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'",
-	[ST_EVENT_COUNT] = "SELECT COUNT(DISTINCT job_id) FROM events WHERE kind = ?1",
+	[ST_EVENT_COUNT] = "SELECT COUNT(DISTINCT job_id) FROM events WHERE kind = ?1 "
+			   "AND ts_ms >= ?2",
 	[ST_JOB_COUNTS] =
 		"SELECT state, COUNT(*), SUM(mem_source = 'oom-retry') FROM jobs"
 		" GROUP BY state",
@@ -1393,10 +1394,18 @@ int cd_store_job_counts(struct cd_store *store, uint64_t by_state[CD_JOB_STATE_C
 int cd_store_event_count(struct cd_store *store, const char *kind, uint64_t *n,
 			 struct colloc_diag *diag)
 {
+	return cd_store_event_count_since(store, kind, INT64_MIN, n, diag);
+}
+
+int cd_store_event_count_since(struct cd_store *store, const char *kind, int64_t since_ms,
+			       uint64_t *n, struct colloc_diag *diag)
+{
 	sqlite3_stmt *st = stmt_get(store, ST_EVENT_COUNT);
 	int src = sqlite3_bind_text(st, 1, kind ? kind : "", -1, SQLITE_STATIC);
 	int rc = 0;
 
+	if (src == SQLITE_OK)
+		src = sqlite3_bind_int64(st, 2, since_ms);
 	if (src == SQLITE_OK)
 		src = sqlite3_step(st);
 	if (src == SQLITE_ROW)

@@ -131,6 +131,10 @@ int cd_store_event_add(struct cd_store *store, uint64_t job_id, int64_t ts_ms,
 int cd_store_event_count(struct cd_store *store, const char *kind, uint64_t *n,
 			 struct colloc_diag *diag);
 
+/* The same, counting only events at or after wall-clock time since_ms. */
+int cd_store_event_count_since(struct cd_store *store, const char *kind, int64_t since_ms,
+			       uint64_t *n, struct colloc_diag *diag);
+
 struct cd_event {
 	int64_t ts_ms;
 	char kind[32];

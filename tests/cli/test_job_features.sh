@@ -8,7 +8,8 @@
 # (--state PD, --user, --name, --since), history with measured peaks, the
 # API's answers (400/409) behind them, retention at start, and the OOM
 # give-up reasons (once "giving up"; no retry of an allocation larger than
-# the GPU).
+# the GPU; their exact strings, sizes in one format: "13.5 GiB" for
+# PyTorch's "13.50 GiB").
 # Usage: test_job_features.sh PATH/TO/colloc PATH/TO/collocd PATH/TO/colloc-simjob
 # Prints "N passed, M failed"; exits non-zero on any failure. Every wait is
 # bounded and the daemon is stopped on exit.
@@ -266,20 +267,29 @@ is "$(jq_py "[x['peak_bytes'] for x in j['jobs'] if x['id'] == $idm]")" "[536870
 
 # --- out-of-memory give-up reasons ------------------------------------------------
 # shellcheck disable=SC2016
-idbig=$(sub --mem 256MiB --name feat-oom-big -- sh -c 'echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 7.00 GiB is free."; exit 1')
+idbig=$(sub --mem 256MiB --name feat-oom-big -- sh -c 'echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.50 GiB. GPU 0 has a total capacity of 7.79 GiB of which 7.00 GiB is free."; exit 1')
 expect oom-big-failed 1 "job $idbig failed" "$colloc" wait "$idbig" --timeout 20s
 is "$(field "$idbig" 'j["attempts"]')" 1 "OOM larger than the GPU: not retried"
 is "$(field "$idbig" 'j["reason"]')" \
-	"out of memory on attempt 1: it tried to allocate 20.0 GiB at once, more than the GPU's total capacity of 7.79 GiB: giving up" \
+	"out of memory on attempt 1: it tried to allocate 13.5 GiB at once, more than the GPU's total capacity of 7.79 GiB: giving up" \
 	"OOM larger than the GPU: the reason"
 idoom=$(sub --mem 256MiB --name feat-oom -- sh -c 'echo "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"; exit 1')
 expect oom-failed 1 "job $idoom failed" "$colloc" wait "$idoom" --timeout 30s
 is "$(field "$idoom" 'j["attempts"]')" 2 "OOM: retried up to oom_max_attempts"
 reason=$(field "$idoom" 'j["reason"]')
 is "$(printf '%s\n' "$reason" | grep -o 'giving up' | wc -l | tr -d ' ')" 1 "OOM give-up: 'giving up' once ($reason)"
-# One way of writing sizes in the events: colloc_format_bytes (never
-# "13.50 GiB" beside "13.5 GiB").
-check oom-one-format sh -c "! grep -Eq '[0-9]{2}\.[0-9]{2} GiB' '$T/s.log'"
+# One way of writing sizes in the reasons and events: colloc_format_bytes,
+# three significant digits ("13.5 GiB" for PyTorch's "13.50 GiB", "7.79
+# GiB", "512 MiB"), the exact strings checked above and here.
+is "$(field "$idoom" 'j["reason"]')" \
+	"out of memory on attempt 2 of 2 (need 512 MiB): giving up" "OOM give-up: the reason"
+# The reasons and events, not the commands (which quote PyTorch).
+for id in "$idoom" "$idbig"; do
+	"$colloc" show "$id" 2>&1 | sed -n '/^reason:/p; /^events:/,$p'
+done >"$T/oom-events"
+check oom-retry-event grep -q "oom  *out of memory on attempt 1: need 256 MiB -> 512 MiB, on GPUs of its own; re-queued for a GPU of its own$" "$T/oom-events"
+check oom-big-event grep -q "oom  *out of memory on attempt 1: it tried to allocate 13.5 GiB at once, more than the GPU's total capacity of 7.79 GiB: giving up$" "$T/oom-events"
+check oom-one-format sh -c "! grep -Eh '[0-9]{2,}\.[0-9]{2} [KMGT]iB|[0-9]\.[0-9]{3,} [KMGT]iB|[0-9]{3,}\.[0-9]+ [KMGT]iB' '$T/s.log' '$T/oom-events'"
 
 # --- the daemon stops; retention at start ---------------------------------------
 cancel_long

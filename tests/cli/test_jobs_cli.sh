@@ -288,6 +288,14 @@ expect wait-queued-cancelled 1 "job $idq2 cancelled" "$colloc" wait "$idq2" --ti
 
 # --- the daemon goes away -------------------------------------------------------
 expect wait-both-cancelled 1 "cancelled" "$colloc" wait "$idq" "$idq2" --timeout 20s
+# A job still queued when collocd stops is carried over to the next one.
+idheld=$(submit_job --mem 256MiB --hold --name carried true)
+json_ok stats-before-restart "$colloc" stats --scope store --json
+n_before=$(jq_py 'j["jobs"]')
+check stats-before-restart-some test "$n_before" -gt 5
+json_ok stats-start-before-restart "$colloc" stats --json
+is "$(jq_py 'j["scope"], j["jobs"]')" "start $n_before" \
+	"stats before any restart: the default scope has every job"
 long_ids=
 stop s
 expect stopped-queue 3 "cannot reach collocd at $sock" "$colloc" queue
@@ -295,5 +303,29 @@ expect stopped-gpus-named 3 "cannot reach collocd at $sock" "$colloc" gpus
 mkdir "$T/xdg"
 expect stopped-gpus-fallback 0 "processes \(pid:memory\)" no_env_socket env \
 	XDG_RUNTIME_DIR="$T/xdg" COLLOC_SIM_STATE="$T/s.state" "$colloc" gpus
+
+# --- stats: one scope at a time, across a restart -------------------------------
+# The default scope is this collocd's: the jobs that ended before it started
+# are left out, the held job it took over and the new one are in, with its
+# own utilization; --scope store counts every job, without a utilization.
+start s 2x8GiB || exit 1
+long_ids=$idheld
+idnew=$(submit_job --mem 256MiB --name after-restart true)
+expect stats-new-done 0 "job $idnew done" "$colloc" wait "$idnew" --timeout 20s
+json_ok stats-start "$colloc" stats --json
+is "$(jq_py 'j["scope"], j["jobs"], j["done"], j["queued"], j["failed"], j["cancelled"]')" \
+	"start 2 1 1 0 0" "stats after a restart: the held job carried over and the new one"
+is "$(jq_py 'isinstance(j["gpu_util"], (int, float)), j["started_at"] > 1e9')" "True True" \
+	"stats: this collocd's utilization and start"
+json_ok stats-store "$colloc" stats --scope store --json
+is "$(jq_py 'j["scope"], j["jobs"], j["gpu_util"], j["busy_s"], j["mem_util"]')" \
+	"store $((n_before + 1)) None None None" "stats --scope store: every job, no utilization"
+expect stats-table-start 0 "^scope +since collocd started \(" "$colloc" stats
+expect stats-table-jobs 0 "^jobs +2$" "$colloc" stats --scope=start
+expect stats-table-store 0 "^mean GPU utilization +-$" "$colloc" stats --scope store
+expect stats-table-store-scope 0 "^scope +every job in the database \(collocd started " \
+	"$colloc" stats --scope store
+expect stats-scope-bad 2 "stats: --scope: expected start or store, not 'all'" \
+	"$colloc" stats --scope all
 
 summary

@@ -47,6 +47,26 @@ if [ -z "$missing" ]; then ok; else bad "collocd.conf(5): no entry for key(s)$mi
 grep -v -- '--exclusive' "$T/colloc.txt" >"$T/broken"
 if grep -qF -- '--exclusive' "$T/broken"; then bad "self-check: grep -v did not remove --exclusive"; else ok; fi
 
+# gen-man.sh stops (and writes no page) when a command's --help fails, also
+# one called inside its loop over the commands: a colloc whose `stats --help`
+# fails.
+cat >"$T/fake-colloc" <<'EOF'
+#!/bin/sh
+case "$1" in
+--help) printf 'usage: colloc COMMAND\n\ncommands:\n  queue  list\n  stats  what\n\nexit status:\n  0\n' ;;
+queue) echo 'usage: colloc queue [--all]' ;;
+*) echo 'broken' >&2; exit 1 ;;
+esac
+EOF
+chmod +x "$T/fake-colloc"
+if sh "$src/tools/gen-man.sh" colloc "$T/fake-colloc" 0 "$T/fake.1" 2>"$T/gen.err"; then
+	bad "gen-man.sh succeeded although 'colloc stats --help' failed"
+elif [ -e "$T/fake.1" ] || ! grep -q "stats --help' failed" "$T/gen.err"; then
+	bad "gen-man.sh failed without saying why, or left a page: $(cat "$T/gen.err")"
+else
+	ok
+fi
+
 if command -v groff >/dev/null 2>&1; then
 	for page in colloc.1 collocd.8 collocd.conf.5; do
 		groff -man -Tutf8 -ww -z "$man/$page" >"$T/groff" 2>&1
