@@ -84,13 +84,27 @@ static bool self_path(const char *self_cgroup, char *out, size_t len)
 	return found;
 }
 
+/* 32-bit FNV-1a of s (the FNV hash's published offset basis and prime). */
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
 void cd_cgroup_init(struct cd_cgroup *cg, const char *mountinfo, const char *self_cgroup,
-		    char *why, size_t why_len)
+		    const char *state_dir, char *why, size_t why_len)
 {
 	char mnt[CD_CGROUP_PATH_MAX], self[CD_CGROUP_PATH_MAX], probe[CD_CGROUP_PATH_MAX];
 	int n;
 
 	memset(cg, 0, sizeof(*cg));
+	snprintf(cg->tag, sizeof(cg->tag), "%08x",
+		 (unsigned)fnv1a(state_dir ? state_dir : ""));
 	if (!cgroup2_mount(mountinfo, mnt, sizeof(mnt))) {
 		snprintf(why, why_len, "no cgroup v2 file system is mounted");
 		return;
@@ -119,7 +133,7 @@ void cd_cgroup_init(struct cd_cgroup *cg, const char *mountinfo, const char *sel
 
 int cd_cgroup_path(const struct cd_cgroup *cg, uint64_t id, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/colloc-job-%llu", cg->base,
+	int n = snprintf(buf, len, "%s/colloc-%s-job-%llu", cg->base, cg->tag,
 			 (unsigned long long)id);
 
 	return n < 0 || (size_t)n >= len ? COLLOC_ELIMIT : 0;

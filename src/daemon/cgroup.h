@@ -4,7 +4,10 @@
  * one that leaves the job's session with setsid included, stays in the
  * job's cgroup, and the end of the job kills the whole cgroup.
  *
- * The cgroups are children of collocd's own: BASE/colloc-job-ID, where
+ * The cgroups are children of collocd's own: BASE/colloc-TAG-job-ID, where
+ * TAG names the daemon (a hash of its state dir, which one collocd holds at
+ * a time: two daemons in one cgroup never share a name, and a restarted one
+ * finds its adopted jobs' cgroups), and
  * BASE is the cgroup v2 mount (from /proc/self/mountinfo) joined with
  * collocd's path in it (the "0::" line of /proc/self/cgroup). No controller
  * is enabled: the cgroup only groups, so the no-internal-process rule does
@@ -25,6 +28,7 @@
 struct cd_cgroup {
 	bool on; /* jobs get a cgroup */
 	char base[CD_CGROUP_PATH_MAX]; /* collocd's own cgroup directory */
+	char tag[16]; /* this daemon's part of its jobs' cgroup names */
 };
 
 /*
@@ -35,9 +39,9 @@ struct cd_cgroup {
  * others).
  */
 void cd_cgroup_init(struct cd_cgroup *cg, const char *mountinfo, const char *self_cgroup,
-		    char *why, size_t why_len);
+		    const char *state_dir, char *why, size_t why_len);
 
-/* BASE/colloc-job-ID into buf; COLLOC_ELIMIT when it does not fit. */
+/* BASE/colloc-TAG-job-ID into buf; COLLOC_ELIMIT when it does not fit. */
 int cd_cgroup_path(const struct cd_cgroup *cg, uint64_t id, char *buf, size_t len);
 
 /*

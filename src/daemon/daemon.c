@@ -468,8 +468,8 @@ int cd_daemon_create(const struct cd_config *cfg, struct cd_now now,
 	if (cfg->job_cgroups) {
 		char why[CD_CGROUP_PATH_MAX + 128];
 
-		cd_cgroup_init(&d->cg, "/proc/self/mountinfo", "/proc/self/cgroup", why,
-			       sizeof(why));
+		cd_cgroup_init(&d->cg, "/proc/self/mountinfo", "/proc/self/cgroup",
+			       cfg->state_dir, why, sizeof(why));
 		cd__logf(d, "%s%s", why,
 			 d->cg.on ? ""
 				  : "; jobs run without cgroups (their session is "

@@ -85,11 +85,23 @@ static void test_root_cgroup(void **state)
 
 	mountinfo_at(f, f->dir);
 	put(f->self, "4:memory:/x\n0::/\n");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_true(cg.on);
 	assert_string_equal(cg.base, f->dir);
 	assert_int_equal(cd_cgroup_path(&cg, 42, path, sizeof(path)), 0);
-	assert_non_null(strstr(path, "/colloc-job-42"));
+	/* the daemon's tag (its state dir's hash) in the name: two daemons,
+	 * two names */
+	assert_non_null(strstr(path, "/colloc-"));
+	assert_non_null(strstr(path, "-job-42"));
+	{
+		struct cd_cgroup other;
+		char p2[CD_CGROUP_PATH_MAX + 32];
+
+		cd_cgroup_init(&other, f->mountinfo, f->self, "/tmp/another", why,
+			       sizeof(why));
+		assert_int_equal(cd_cgroup_path(&other, 42, p2, sizeof(p2)), 0);
+		assert_string_not_equal(path, p2);
+	}
 	assert_non_null(strstr(why, "each job runs in a cgroup of its own"));
 }
 
@@ -103,7 +115,7 @@ static void test_nested_cgroup(void **state)
 	assert_int_equal(mkdir(sub, 0755), 0);
 	mountinfo_at(f, f->dir);
 	put(f->self, "0::/system.slice\n");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_true(cg.on);
 	snprintf(want, sizeof(want), "%s/system.slice", f->dir);
 	assert_string_equal(cg.base, want);
@@ -118,29 +130,30 @@ static void test_refused(void **state)
 	/* no cgroup2 at all */
 	put(f->mountinfo, "25 1 8:1 / / rw - ext4 /dev/vda rw\n");
 	put(f->self, "0::/\n");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_false(cg.on);
 	assert_string_equal(why, "no cgroup v2 file system is mounted");
 	/* a mount point with an escaped space */
 	mountinfo_at(f, "/sys/fs/cg\\040x");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_false(cg.on);
 	/* ".." in the own path, or no "0::" line */
 	mountinfo_at(f, f->dir);
 	put(f->self, "0::/a/../..\n");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_false(cg.on);
 	put(f->self, "1:name=systemd:/\n");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_false(cg.on);
 	assert_non_null(strstr(why, "cgroup v2 path is not in"));
 	/* a base that does not exist: not delegated */
 	put(f->self, "0::/missing\n");
-	cd_cgroup_init(&cg, f->mountinfo, f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, f->mountinfo, f->self, "/var/lib/colloc", why, sizeof(why));
 	assert_false(cg.on);
 	assert_non_null(strstr(why, "is not delegated to it"));
 	/* files that cannot be read */
-	cd_cgroup_init(&cg, "/nonexistent/mountinfo", f->self, why, sizeof(why));
+	cd_cgroup_init(&cg, "/nonexistent/mountinfo", f->self, "/var/lib/colloc", why,
+		       sizeof(why));
 	assert_false(cg.on);
 }
 
