@@ -17,7 +17,8 @@
  *    avoids the start-up race where several jobs see the same "free" GPU);
  *    placements made earlier in the same pass count the same way;
  *  - `estimate-aware` also requires the GPU's predicted activity (the sum
- *    of its jobs' predictions) plus the job's to stay <= util_bound;
+ *    of its jobs' predictions) plus the job's to stay <= util_bound
+ *    (unless util_soft: then it only prefers such GPUs);
  *  - `request` and `fgd` also require the declared shares (gpu_milli) on
  *    the GPU plus the job's to stay <= 1000;
  *  - a multi-GPU job gets all its GPUs on one node;
@@ -153,6 +154,13 @@ struct colloc_sched_config {
 	 * classes of the pass's own queue, one count per job. Not owned. */
 	const struct colloc_sched_class *classes;
 	int n_classes;
+	/* estimate-aware: the bound is a preference, not a gate. A GPU whose
+	 * combined predicted activity stays within util_bound always scores
+	 * better than one beyond it (the score orders by that sum), and one
+	 * beyond is taken only when no GPU within the bound fits the job;
+	 * memory and headroom still gate. false (the default): beyond the
+	 * bound a GPU is no candidate, and the job waits. */
+	bool util_soft;
 };
 
 /* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on with

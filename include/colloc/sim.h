@@ -72,6 +72,11 @@ struct colloc_sim_opts {
 	 * Gavel types; NULL: colloc_interference_builtin() (no pairs). Not
 	 * owned. Either way the formula reads the jobs' own activity. */
 	const struct colloc_interference *interference;
+	/* Offered load to replay the trace at: arrival times are scaled so
+	 * that the trace's GPU time (GPUs x alone run time) over the
+	 * cluster's GPU time between the first and the last arrival is this;
+	 * 0: the trace's own times. */
+	double load;
 };
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o);
@@ -152,6 +157,9 @@ struct colloc_sim_result {
 			* also where the outcome (nothing starts) was
 			* known without running the scheduler core */
 	double sim_wall_s;
+	/* The offered load replayed (colloc_sim_opts.load; the trace's own
+	 * when that is 0); 0 when all jobs arrive at once. */
+	double offered_load;
 	/* utilization over time: t_s[k], util[k] for k < n_series */
 	size_t n_series;
 	double *series_t_s;

@@ -15,6 +15,26 @@
 #include "colloc/error.h"
 #include "colloc/sim.h"
 
+/*
+ * The metrics of a result as one table, for summaries over seeds: name
+ * i (0, 1, ...; "makespan_s"), NULL past the last, and its value in r.
+ */
+const char *colloc_sim_metric_name(int i);
+double colloc_sim_metric(const struct colloc_sim_result *r, int i);
+
+/* Mean and sample standard deviation (0 for one run) of metric i over
+ * r[0..n). */
+void colloc_sim_metric_stats(const struct colloc_sim_result *r, int n, int i,
+			     double *mean, double *sd);
+
+/*
+ * Summaries over seeds to f: header "policy,stat,METRIC..." and, for each
+ * of n_policies policies whose n_seeds results are r[p * n_seeds ...],
+ * a "mean" and an "sd" line. Returns 0 or -EIO.
+ */
+int colloc_sim_write_csv_stats(FILE *f, const struct colloc_sim_result *r, int n_policies,
+			       int n_seeds);
+
 /* Header and one line per result to f. Returns 0 or -EIO. */
 int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n);
 

@@ -7,7 +7,8 @@
  * here is in milliseconds) and validating every field:
  *
  *   alibaba2023  Alibaba PAI "openb" pod lists (seconds; gpu_milli is a
- *                fraction of one GPU in thousandths)
+ *                fraction of one GPU in thousandths; CPU, host memory and
+ *                GPU type constraints too)
  *   philly       the Philly-derived traces of Muri (milliseconds)
  *   gavel        Gavel's Philly VC traces (.trace, seconds)
  *   csv          colloc's own format (docs/trace-format.md)
@@ -25,6 +26,8 @@
 #include "colloc/error.h"
 
 #define COLLOC_TRACE_MODEL_MAX 48
+/* GPU types a job may run on, '|'-separated ("V100M16|V100M32"). */
+#define COLLOC_TRACE_SPEC_MAX 64
 
 struct colloc_trace_job {
 	uint64_t id; /* from the trace, or its row number */
@@ -36,6 +39,11 @@ struct colloc_trace_job {
 	char model[COLLOC_TRACE_MODEL_MAX]; /* "" when the trace has none */
 	int64_t batch; /* 0 when the trace has none */
 	uint64_t mem_bytes; /* GPU memory the trace states, 0 if none */
+	/* Host resources and placement constraints (alibaba2023): */
+	int64_t cpu_milli; /* CPU asked for, thousandths of a core; 0 none */
+	uint64_t host_mem_bytes; /* main memory asked for; 0 none */
+	/* GPU types allowed ("T4", "V100M16|V100M32"); "" any */
+	char gpu_spec[COLLOC_TRACE_SPEC_MAX];
 };
 
 struct colloc_trace {
@@ -53,6 +61,14 @@ struct colloc_trace_opts {
 	bool skip_bad_rows; /* count and skip bad rows instead of failing */
 	size_t max_jobs; /* stop after this many jobs; 0 = no limit */
 	size_t max_bytes; /* refuse larger files; 0 = 1 GiB */
+	/*
+	 * Keep every row that is a valid pod (alibaba2023 only): CPU-only
+	 * pods become jobs with n_gpus 0, and pods without a run time
+	 * (deleted within the second they started) jobs with duration_ms 0.
+	 * For the fill mode (colloc/sim_fill.h), which reads requests, not
+	 * times; colloc_sim_run() refuses such jobs.
+	 */
+	bool keep_all_pods;
 };
 
 /*

@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/sim_int.h"
 #include "colloc/interference.h"
 #include "colloc/sim.h"
+#include "colloc/sim_fill.h"
 #include "colloc/sim_report.h"
 #include "colloc/units.h"
 
@@ -28,18 +30,27 @@ static const char sim_usage[] =
 	"\n"
 	"  --trace KIND:PATH   KIND: alibaba2023, philly, gavel or csv "
 	"(docs/trace-format.md)\n"
-	"  --cluster SPEC      NODESxGPUSxTYPE, e.g. 16x8xA100-40GB, or 4x8x40GiB\n"
+	"  --cluster SPEC      NODESxGPUSxTYPE, e.g. 16x8xA100-40GB, or 4x8x40GiB;\n"
+	"                      alibaba:PATH, a heterogeneous node list (openb_node_list\n"
+	"                      _gpu_node.csv), for --fill\n"
 	"  --policy LIST       exclusive, round-robin, most-free-memory, "
 	"least-utilized,\n"
 	"                      estimate-aware, request (trusts declared GPU shares\n"
 	"                      and memory), fgd (fragmentation-aware packing of\n"
 	"                      declared shares) (default: exclusive,estimate-aware)\n"
 	"  --seed N            random seed of job identities and estimate errors (1)\n"
+	"  --seeds A-B         run every policy once per seed A..B (at most 64) and\n"
+	"                      print mean ± sd over them (sim_report.sh: 1-5)\n"
 	"  --jobs N            use the first N jobs of the trace\n"
+	"  --load RHO          replay at offered load RHO: arrival times scaled so that\n"
+	"                      the jobs' GPU time over the cluster's GPU time from the\n"
+	"                      first to the last arrival is RHO (default: as traced)\n"
 	"  --headroom SIZE     memory kept free on every GPU (512MiB)\n"
 	"  --est-error X       sigma of true peak / estimate (0.05)\n"
 	"  --util-bound X      estimate-aware: max summed predicted activity per GPU "
 	"(1.0)\n"
+	"  --soft-bound        estimate-aware: the bound ranks GPUs instead of gating\n"
+	"                      them (within it first; beyond it rather than wait)\n"
 	"  --backfill RULE     easy (EASY backfill: a reservation for the queue head,\n"
 	"                      the default), starve (hold the line after 30 min, as\n"
 	"                      collocd) or off (strict queue order)\n"
@@ -54,6 +65,14 @@ static const char sim_usage[] =
 	"  --plot DIR          write summary.csv, time series and a gnuplot script to\n"
 	"                      DIR, and draw util.svg and jct_cdf.svg with gnuplot\n"
 	"                      (Debian package gnuplot-nox) when it is installed\n"
+	"  --fill              the fill experiment of the FGD paper (ATC '23): pods\n"
+	"                      arrive shuffled, never leave, and are placed at once or\n"
+	"                      fail; prints the GPU share allocated against the GPU\n"
+	"                      request arrived. Needs --cluster alibaba:NODE_LIST.csv;\n"
+	"                      policies: random and bestfit (the paper's baselines)\n"
+	"                      or any above (default random,bestfit,fgd,estimate-aware)\n"
+	"  --fill-to X         --fill: GPU request to reach, x the cluster (1.3)\n"
+	"  --fill-order O      --fill: shuffled (as the paper's runs) or trace\n"
 	"  -h, --help          this help\n"
 	"\n"
 	"Same seed, same result. See docs/simulator.md for the model.\n"
@@ -134,7 +153,105 @@ static int print_json(const char *trace, const char *cluster,
 		cJSON_AddNumberToObject(o, "recoveries", (double)x->recoveries);
 		cJSON_AddNumberToObject(o, "jobs_lost", (double)x->jobs_lost);
 		cJSON_AddNumberToObject(o, "scheduling_passes", (double)x->passes);
+		cJSON_AddNumberToObject(o, "offered_load", x->offered_load);
 		cJSON_AddNumberToObject(o, "sim_wall_s", x->sim_wall_s);
+		cJSON_AddItemToArray(arr, o);
+	}
+	text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!text)
+		return CLI_ERROR;
+	puts(text);
+	free(text);
+	return CLI_OK;
+}
+
+/* The columns of the table over seeds: metric names of
+ * colloc_sim_metric_name(), as printed. */
+static const struct {
+	const char *metric, *head;
+	int decimals;
+	double scale;
+} seed_cols[] = {
+	{"makespan_s", "makespan_s", 0, 1},   {"mean_jct_all_s", "mean_jct_s", 0, 1},
+	{"p99_jct_all_s", "p99_jct_s", 0, 1}, {"mean_wait_s", "mean_wait_s", 0, 1},
+	{"alloc_frac", "alloc_frac", 3, 1},   {"useful_work", "useful_work", 3, 1},
+	{"gpu_util", "gpu_util", 3, 1},	      {"energy_j", "energy_kWh", 1, 1 / 3.6e6},
+	{"oom_per_1k_jobs", "ooms/1k", 1, 1}, {"jobs_lost", "lost", 0, 1},
+};
+
+static int metric_index(const char *name)
+{
+	for (int i = 0; colloc_sim_metric_name(i); i++)
+		if (strcmp(colloc_sim_metric_name(i), name) == 0)
+			return i;
+	return -1;
+}
+
+static void print_table_seeds(const struct colloc_sim_result *r, int n_pol, int n_seeds)
+{
+	printf("%-17s", "policy");
+	for (size_t c = 0; c < sizeof(seed_cols) / sizeof(seed_cols[0]); c++)
+		printf(" %17s", seed_cols[c].head);
+	printf("\n");
+	for (int k = 0; k < n_pol; k++) {
+		printf("%-17s", colloc_policy_name(r[k * n_seeds].policy));
+		for (size_t c = 0; c < sizeof(seed_cols) / sizeof(seed_cols[0]); c++) {
+			char cell[64];
+			double m, sd;
+
+			colloc_sim_metric_stats(&r[k * n_seeds], n_seeds,
+						metric_index(seed_cols[c].metric), &m,
+						&sd);
+			snprintf(cell, sizeof(cell), "%.*f±%.*f", seed_cols[c].decimals,
+				 m * seed_cols[c].scale, seed_cols[c].decimals,
+				 sd * seed_cols[c].scale);
+			printf(" %17s", cell);
+		}
+		printf("\n");
+	}
+	printf("\nJCT columns count failed jobs as ending with the run (mean_jct_all_s, "
+	       "p99_jct_all_s); every column is mean ± sample sd over the seeds.\n");
+}
+
+static int print_json_seeds(const char *trace, const char *cluster,
+			    const struct colloc_sim_result *r, int n_pol, int n_seeds,
+			    uint64_t seed_lo)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	char *text;
+
+	cJSON_AddStringToObject(root, "trace", trace);
+	cJSON_AddStringToObject(root, "cluster", cluster);
+	cJSON_AddNumberToObject(root, "seed_first", (double)seed_lo);
+	cJSON_AddNumberToObject(root, "seed_last",
+				(double)(seed_lo + (uint64_t)n_seeds - 1));
+	arr = cJSON_AddArrayToObject(root, "policies");
+	for (int k = 0; k < n_pol; k++) {
+		const struct colloc_sim_result *x = &r[k * n_seeds];
+		cJSON *o = cJSON_CreateObject(), *mean, *sd, *seeds;
+
+		cJSON_AddStringToObject(o, "policy", colloc_policy_name(x->policy));
+		mean = cJSON_AddObjectToObject(o, "mean");
+		sd = cJSON_AddObjectToObject(o, "sd");
+		seeds = cJSON_AddArrayToObject(o, "seeds");
+		for (int i = 0; colloc_sim_metric_name(i); i++) {
+			double m, s;
+
+			colloc_sim_metric_stats(x, n_seeds, i, &m, &s);
+			cJSON_AddNumberToObject(mean, colloc_sim_metric_name(i), m);
+			cJSON_AddNumberToObject(sd, colloc_sim_metric_name(i), s);
+		}
+		for (int q = 0; q < n_seeds; q++) {
+			cJSON *one = cJSON_CreateObject();
+
+			cJSON_AddNumberToObject(one, "seed",
+						(double)(seed_lo + (uint64_t)q));
+			for (int i = 0; colloc_sim_metric_name(i); i++)
+				cJSON_AddNumberToObject(one, colloc_sim_metric_name(i),
+							colloc_sim_metric(&x[q], i));
+			cJSON_AddItemToArray(seeds, one);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	text = cJSON_PrintUnformatted(root);
@@ -252,6 +369,85 @@ static int run_gnuplot(const char *dir)
 	return CLI_OK;
 }
 
+/* "A-B" or "A" into lo, hi (at most CLI_SIM_MAX_SEEDS seeds). */
+static int parse_seeds(const char *arg, uint64_t *lo, uint64_t *hi)
+{
+	char a[32];
+	const char *dash = strchr(arg, '-');
+
+	if (dash && (size_t)(dash - arg) < sizeof(a)) {
+		snprintf(a, sizeof(a), "%.*s", (int)(dash - arg), arg);
+		if (colloc_parse_u64(a, UINT64_MAX, lo) == 0 &&
+		    colloc_parse_u64(dash + 1, UINT64_MAX, hi) == 0 && *lo <= *hi &&
+		    *hi - *lo < CLI_SIM_MAX_SEEDS)
+			return 0;
+	} else if (!dash && colloc_parse_u64(arg, UINT64_MAX, lo) == 0) {
+		*hi = *lo;
+		return 0;
+	}
+	cli_error("--seeds wants A-B with A <= B and at most %d seeds, e.g. 1-5",
+		  CLI_SIM_MAX_SEEDS);
+	return -1;
+}
+
+/* `--fill`: read the pods in full and the node list, then cli_sim_fill. */
+static int run_fill(const char *kind, const char *trace, const char *cluster,
+		    const char *policies, struct colloc_trace_opts to,
+		    const struct colloc_sim_fill_opts *fo, uint64_t lo, uint64_t hi,
+		    bool json)
+{
+	struct cli_sim_fill_args a;
+	struct colloc_diag diag = {{0}};
+	struct colloc_trace *tr = NULL;
+	struct colloc_sim_nodes *nodes = NULL;
+	char list[256];
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	if (strncmp(cluster, "alibaba:", 8) != 0 || !cluster[8]) {
+		cli_error("--fill wants --cluster alibaba:NODE_LIST.csv (e.g. "
+			  "openb_node_list_gpu_node.csv)");
+		return CLI_USAGE;
+	}
+	snprintf(list, sizeof(list), "%s",
+		 policies ? policies : "random,bestfit,fgd,estimate-aware");
+	for (char *save = NULL, *p = strtok_r(list, ",", &save); p;
+	     p = strtok_r(NULL, ",", &save)) {
+		if (a.n_policies == CLI_SIM_MAX_RULES ||
+		    colloc_sim_fill_parse(p, &a.rules[a.n_policies],
+					  &a.policies[a.n_policies])) {
+			cli_error("--policy: '%s' is not random, bestfit or a policy "
+				  "(exclusive, round-robin, most-free-memory, "
+				  "least-utilized, estimate-aware, request, fgd)",
+				  p);
+			return CLI_USAGE;
+		}
+		a.n_policies++;
+	}
+	if (colloc_sim_nodes_read(cluster + 8, &nodes, &diag)) {
+		cli_error("%s", diag.msg);
+		return CLI_ERROR;
+	}
+	to.keep_all_pods = true;
+	if (colloc_trace_read(kind, trace, &to, &tr, &diag)) {
+		cli_error("%s", diag.msg);
+		colloc_sim_nodes_destroy(nodes);
+		return CLI_ERROR;
+	}
+	a.trace = tr;
+	a.nodes = nodes;
+	a.trace_name = strrchr(trace, '/') ? strrchr(trace, '/') + 1 : trace;
+	a.cluster_name = strrchr(cluster, '/') ? strrchr(cluster, '/') + 1 : cluster + 8;
+	a.seed_lo = lo;
+	a.seed_hi = hi;
+	a.opts = *fo;
+	a.json = json;
+	rc = cli_sim_fill(&a);
+	colloc_trace_destroy(tr);
+	colloc_sim_nodes_destroy(nodes);
+	return rc;
+}
+
 int cmd_sim(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -270,24 +466,35 @@ int cmd_sim(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"csv", no_argument, NULL, 'C'},
 		{"plot", required_argument, NULL, 'P'},
+		{"seeds", required_argument, NULL, 'S'},
+		{"load", required_argument, NULL, 'L'},
+		{"soft-bound", no_argument, NULL, 'W'},
+		{"fill", no_argument, NULL, 'F'},
+		{"fill-to", required_argument, NULL, 'T'},
+		{"fill-order", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct colloc_sim_opts so;
-	struct colloc_trace_opts to = {false, 0, 0};
+	struct colloc_trace_opts to = {0};
 	struct colloc_sim_cluster cl;
-	struct colloc_sim_result res[MAX_POLICIES];
+	struct colloc_sim_result *res = NULL, *first = NULL;
+	int n_seeds = 1, n_run = 0;
 	struct colloc_diag diag = {{0}};
 	struct colloc_trace *tr = NULL;
-	const char *trace = NULL, *cluster = NULL, *policies = "exclusive,estimate-aware";
+	const char *trace = NULL, *cluster = NULL, *policies = NULL;
 	int pol[MAX_POLICIES], n_pol = 0, c, rc = CLI_OK;
-	bool json = false, csv = false, show_kinds = false;
+	bool json = false, csv = false, show_kinds = false, fill = false;
+	uint64_t seed_lo = 0, seed_hi = 0;
+	bool have_seeds = false;
+	struct colloc_sim_fill_opts fo;
 	const char *plot_dir = NULL, *gavel = NULL;
 	struct colloc_interference *im = NULL;
 	char kind[32], list[256];
 	uint64_t v;
 
 	colloc_sim_opts_init(&so);
+	colloc_sim_fill_opts_init(&fo);
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -371,6 +578,49 @@ int cmd_sim(int argc, char **argv)
 		case 'P':
 			plot_dir = optarg;
 			break;
+		case 'S':
+			if (parse_seeds(optarg, &seed_lo, &seed_hi))
+				return CLI_USAGE;
+			have_seeds = true;
+			break;
+		case 'F':
+			fill = true;
+			break;
+		case 'W':
+			so.sched.util_soft = true;
+			break;
+		case 'L': {
+			char *end;
+
+			so.load = strtod(optarg, &end);
+			if (end == optarg || *end || !(so.load > 0 && so.load <= 100)) {
+				cli_error("--load wants an offered load in (0, 100], "
+					  "e.g. 0.9");
+				return CLI_USAGE;
+			}
+			break;
+		}
+		case 'T': {
+			char *end;
+
+			fo.tune_ratio = strtod(optarg, &end);
+			if (end == optarg || *end ||
+			    !(fo.tune_ratio > 0 && fo.tune_ratio <= 3)) {
+				cli_error("--fill-to wants a number in (0, 3]");
+				return CLI_USAGE;
+			}
+			break;
+		}
+		case 'O':
+			if (strcmp(optarg, "shuffled") == 0) {
+				fo.shuffle = true;
+			} else if (strcmp(optarg, "trace") == 0) {
+				fo.shuffle = false;
+			} else {
+				cli_error("--fill-order wants shuffled or trace");
+				return CLI_USAGE;
+			}
+			break;
 		case 'h':
 			fputs(sim_usage, stdout);
 			return CLI_OK;
@@ -404,7 +654,17 @@ int cmd_sim(int argc, char **argv)
 		snprintf(kind, sizeof(kind), "%.*s", (int)(colon - trace), trace);
 		trace = colon + 1;
 	}
-	snprintf(list, sizeof(list), "%s", policies);
+	if (fill)
+		return run_fill(kind, trace, cluster, policies, to, &fo,
+				have_seeds ? seed_lo : so.seed,
+				have_seeds ? seed_hi : so.seed, json);
+	if (strncmp(cluster, "alibaba:", 8) == 0) {
+		cli_error("a node list (--cluster alibaba:PATH) drives the fill mode "
+			  "(--fill); the event simulator takes NODESxGPUSxTYPE");
+		return CLI_USAGE;
+	}
+	snprintf(list, sizeof(list), "%s",
+		 policies ? policies : "exclusive,estimate-aware");
 	for (char *save = NULL, *p = strtok_r(list, ",", &save); p;
 	     p = strtok_r(NULL, ",", &save)) {
 		int k = colloc_policy_parse(p);
@@ -436,46 +696,77 @@ int cmd_sim(int argc, char **argv)
 	}
 	if (tr->skipped_rows)
 		fprintf(stderr, "colloc: %zu bad trace rows skipped\n", tr->skipped_rows);
-	for (int k = 0; k < n_pol; k++) {
-		so.sched.policy = pol[k];
-		if (colloc_sim_run(tr, &cl, &so, &res[k], &diag)) {
-			cli_error("%s", diag.msg);
-			for (int q = 0; q < k; q++)
-				colloc_sim_result_fini(&res[q]);
-			colloc_trace_destroy(tr);
-			colloc_interference_destroy(im);
-			return CLI_ERROR;
-		}
+	n_seeds = have_seeds ? (int)(seed_hi - seed_lo + 1) : 1;
+	if (!have_seeds)
+		seed_lo = so.seed;
+	res = calloc((size_t)n_pol * (size_t)n_seeds, sizeof(*res));
+	first = calloc((size_t)n_pol, sizeof(*first));
+	if (!res || !first) {
+		cli_error("out of memory");
+		rc = CLI_ERROR;
+		goto done;
 	}
+	for (int k = 0; k < n_pol; k++)
+		for (int s = 0; s < n_seeds; s++) {
+			so.sched.policy = pol[k];
+			so.seed = seed_lo + (uint64_t)s;
+			if (colloc_sim_run(tr, &cl, &so, &res[k * n_seeds + s], &diag)) {
+				cli_error("%s", diag.msg);
+				rc = CLI_ERROR;
+				goto done;
+			}
+			n_run++;
+		}
+	/* Plots and single-seed outputs: each policy's first seed. */
+	for (int k = 0; k < n_pol; k++)
+		first[k] = res[k * n_seeds];
 	if (plot_dir) {
 		char title[512];
 
 		const char *base = strrchr(trace, '/');
 
-		snprintf(title, sizeof(title), "%s on %s", base ? base + 1 : trace,
-			 cluster);
-		if (colloc_sim_write_plots(plot_dir, title, res, n_pol, &diag)) {
+		snprintf(title, sizeof(title), "%s on %s%s", base ? base + 1 : trace,
+			 cluster, n_seeds > 1 ? " (first seed)" : "");
+		if (colloc_sim_write_plots(plot_dir, title, first, n_pol, &diag)) {
 			cli_error("%s", diag.msg);
 			rc = CLI_ERROR;
 		} else {
 			rc = run_gnuplot(plot_dir);
 		}
 	}
-	if (csv) {
-		if (colloc_sim_write_csv(stdout, res, n_pol))
+	if (csv && n_seeds > 1) {
+		if (colloc_sim_write_csv_stats(stdout, res, n_pol, n_seeds))
 			rc = CLI_ERROR;
+	} else if (csv) {
+		if (colloc_sim_write_csv(stdout, first, n_pol))
+			rc = CLI_ERROR;
+	} else if (json && n_seeds > 1) {
+		rc = print_json_seeds(trace, cluster, res, n_pol, n_seeds, seed_lo)
+			     ? CLI_ERROR
+			     : rc;
 	} else if (json) {
-		rc = print_json(trace, cluster, res, n_pol) ? CLI_ERROR : rc;
-	} else {
+		rc = print_json(trace, cluster, first, n_pol) ? CLI_ERROR : rc;
+	} else if (n_seeds > 1) {
 		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s, profile %s), "
-		       "seed %llu\n\n",
+		       "seeds %llu-%llu, offered load %.2f: mean ± sd\n\n",
 		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,
 		       cl.gpu_type, cl.platform ? cl.platform : "default",
-		       (unsigned long long)so.seed);
-		print_table(res, n_pol);
+		       (unsigned long long)seed_lo, (unsigned long long)seed_hi,
+		       first[0].offered_load);
+		print_table_seeds(res, n_pol, n_seeds);
+	} else {
+		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s, profile %s), "
+		       "seed %llu, offered load %.2f\n\n",
+		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,
+		       cl.gpu_type, cl.platform ? cl.platform : "default",
+		       (unsigned long long)seed_lo, first[0].offered_load);
+		print_table(first, n_pol);
 	}
-	for (int k = 0; k < n_pol; k++)
+done:
+	for (int k = 0; k < n_run; k++)
 		colloc_sim_result_fini(&res[k]);
+	free(res);
+	free(first);
 	colloc_trace_destroy(tr);
 	colloc_interference_destroy(im);
 	return rc;

@@ -14,6 +14,15 @@
  *    scan);
  *  - the same summaries per node, which bound a multi-GPU job's total on
  *    that node.
+ *  - where every node is one bucket (the usual layout), the same tree is a
+ *    tree over nodes: a multi-GPU job's search descends only into nodes
+ *    that have enough GPUs its gates let in (struct summ's gate[]);
+ *  - for request and fgd, the free declared share bounds the sets too,
+ *    and fgd's fragmentation deltas have bounds where its expected
+ *    workload is fixed (fgd_bounded());
+ *  - a context's index of when GPUs empty (struct aidx), which names the
+ *    node of the queue head's EASY reservation without a scan of every
+ *    GPU.
  * A pass builds the tree only after a few plain scans, on clusters large
  * enough, and for inputs without non-finite numbers (see struct pass).
  * A context (struct colloc_sched_ctx, at the end) keeps the working view,
@@ -142,12 +151,31 @@ _Static_assert(MAX_LEVELS >= 3, "levels: 0, the least need, the largest");
  */
 struct summ {
 	uint64_t max_free[2];
+	int max_share[2]; /* the most declared share free (request, fgd) */
 	bool has[2];
 	struct {
 		uint64_t min_free[2];
 		double min_key[2];
 		int count[2];
+		/* The most GPUs at this level on one node below (class 0, and
+		 * classes 0 and 1): read only where every node is a bucket. */
+		int node_max0, node_max01;
 	} lv[MAX_LEVELS];
+	/* Where every node is a bucket: gate[k] is the least, over the nodes
+	 * below, of the (k+1)-th smallest gate key of a node's open GPUs
+	 * (gate_key()), so that a job wanting k+1 GPUs of one node that no
+	 * such key lets in cannot start below. */
+	double gate[COLLOC_SCHED_MAX_GPUS];
+	/* The same for the score key of least-utilized (a GPU's activity)
+	 * and most-free-memory (minus its free memory): kmin[k] is at most
+	 * the (k+1)-th smallest key of every node below, so the totals of
+	 * a multi-GPU job on any node below are bounded by these. */
+	double kmin[COLLOC_SCHED_MAX_GPUS];
+	/* fgd, where its bounds hold (fgd_bounded()): the largest expected
+	 * fragmentation of a node below, and whether every node below is
+	 * empty and of BUCKET GPUs. */
+	double max_frag;
+	bool all_empty;
 };
 
 struct pass {
@@ -170,6 +198,7 @@ struct pass {
 	 * exactly a bucket's (the usual layout) reads the bucket's leaf. */
 	struct summ *node_own;
 	int *node_bucket; /* that bucket, or -1 */
+	bool nodes_are_buckets; /* node k is bucket k, for every node */
 	double *node_lb; /* scratch: bounds of the nodes in node_ok */
 	int *node_ok; /* scratch: nodes that may hold a multi-GPU job */
 	uint64_t level[MAX_LEVELS]; /* ascending, level[0] = 0 */
@@ -197,7 +226,11 @@ struct pass {
 		int milli; /* its share, where the policy reads shares */
 		bool excl;
 		bool late; /* could not use the head's reserved GPUs */
+		double bound; /* its activity bound (p->cur_bound) */
 	} fails[16];
+	/* estimate-aware: the bound on combined predicted activity for the
+	 * job being placed (job_bound()). */
+	double cur_bound;
 	int n_fails;
 	int resv_n; /* reserved GPUs, at resv_g[] */
 	/* EASY backfill: the queue head's reservation, once it failed. A job
@@ -223,6 +256,9 @@ struct pass {
 	int *touched;
 	bool *is_touched;
 	int resv_g[COLLOC_SCHED_MAX_GPUS];
+	/* A context's index of when GPUs empty, for the reservation (struct
+	 * aidx); NULL: reserve_head scans every node. */
+	struct aidx *ai;
 	int n_touched;
 	bool resv_on;
 	bool resv_tried; /* this pass */
@@ -253,6 +289,12 @@ static bool by_request(const struct colloc_sched_config *cfg)
 	return cfg->policy == COLLOC_POLICY_REQUEST || cfg->policy == COLLOC_POLICY_FGD;
 }
 
+/* estimate-aware's gate on predicted activity. */
+static bool ea_gated(const struct colloc_sched_config *cfg)
+{
+	return cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE;
+}
+
 /* Whether job j must keep off the reserved GPUs: it is not known to end
  * by the shadow time. */
 static bool late(const struct pass *p, const struct colloc_sched_job *j)
@@ -272,7 +314,8 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
 		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
-		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli))
+		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli) &&
+		    f->bound >= p->cur_bound)
 			return true;
 	}
 	return false;
@@ -285,7 +328,8 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 	struct failpt nf = {
 		j->mem_need_bytes, j->util_pred,
 		j->n_gpus,	   by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
-		j->exclusive,	   late(p, j)};
+		j->exclusive,	   late(p, j),
+		p->cur_bound};
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
@@ -294,7 +338,8 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 
 		if (!(nf.need <= f->need && nf.util <= f->util &&
 		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
-		      (!nf.late || f->late) && nf.milli <= f->milli))
+		      (!nf.late || f->late) && nf.milli <= f->milli &&
+		      nf.bound >= f->bound))
 			p->fails[w++] = *f;
 	}
 	p->n_fails = w;
@@ -330,8 +375,8 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 		return false;
 	if (!sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes, free_of(p, g)))
 		return false;
-	if (p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE && w->jobs > 0 &&
-	    w->pred + j->util_pred > p->cfg->util_bound + 1e-9)
+	if (ea_gated(p->cfg) && w->jobs > 0 &&
+	    w->pred + j->util_pred > p->cur_bound + 1e-9)
 		return false;
 	if (by_request(p->cfg) && w->milli + share_of(j->gpu_milli) > 1000)
 		return false;
@@ -339,6 +384,42 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 	if (p->resv_on && p->resv[g] && late(p, j))
 		return false;
 	return true;
+}
+
+/* What candidate() reads of GPU g besides memory and the reservation,
+ * as one number that a job's gate compares (gate_shut()): the predicted
+ * activity of a busy GPU (estimate-aware), the declared shares on it
+ * (request, fgd); -1 for an empty GPU or another policy, HUGE_VAL closed
+ * or isolated. */
+static double gate_key(const struct pass *p, int g)
+{
+	const struct wgpu *w = &p->w[g];
+
+	if (w->closed || w->isolated)
+		return HUGE_VAL;
+	if (w->jobs == 0)
+		return -1;
+	if (ea_gated(p->cfg))
+		return w->pred;
+	if (by_request(p->cfg))
+		return (double)w->milli;
+	return -1;
+}
+
+/* Whether a GPU with gate key v (or any with a key >= v) refuses j. */
+static bool gate_shut(const struct pass *p, const struct colloc_sched_job *j, double v)
+{
+	if (v == HUGE_VAL)
+		return true;
+	if (v < 0)
+		return false;
+	if (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE)
+		return true; /* busy */
+	if (ea_gated(p->cfg))
+		return v + j->util_pred > p->cur_bound + 1e-9;
+	if (by_request(p->cfg))
+		return v + share_of(j->gpu_milli) > 1000;
+	return false;
 }
 
 /* The two scores that mix quantities, shared by score() and the bounds so
@@ -441,10 +522,76 @@ static double score(const struct pass *p, const struct colloc_sched_job *j, int 
 	}
 }
 
+/*
+ * Whether fgd's scores have bounds in the tree: nodes are buckets (a
+ * leaf's summary is one node's) and the expected workload is the fixed
+ * one of the context (the tables do not change between passes). Then a
+ * GPU's score is at least minus its node's expected fragmentation (which
+ * cannot go below 0), and on a node that is empty and of BUCKET GPUs it is
+ * one number for every such node (fgd_empty_delta).
+ */
+static bool fgd_bounded(const struct pass *p)
+{
+	return p->cfg->policy == COLLOC_POLICY_FGD && p->nodes_are_buckets &&
+	       p->n_classes > 0;
+}
+
+/* node_frag() of a node of n GPUs with free shares f[]. */
+static int64_t frag_of(const struct pass *p, const int *f, int n)
+{
+	int64_t sum = 0, part = 0, frac = 0;
+	int empty = 0;
+
+	for (int i = 0; i < n; i++) {
+		sum += f[i];
+		frac += p->frac_w[f[i]];
+		if (f[i] == 1000)
+			empty++;
+		else
+			part += f[i];
+	}
+	if (empty > COLLOC_SCHED_MAX_GPUS)
+		empty = COLLOC_SCHED_MAX_GPUS;
+	return frac + p->whole_more[empty] * sum +
+	       (p->whole_n - p->whole_more[empty]) * part;
+}
+
+/* fgd_score()'s fragmentation delta for j on any GPU of an empty node of
+ * BUCKET GPUs. */
+static int64_t fgd_empty_delta(const struct pass *p, const struct colloc_sched_job *j)
+{
+	int before[BUCKET], after[BUCKET];
+
+	for (int i = 0; i < BUCKET; i++)
+		before[i] = after[i] = 1000;
+	after[0] = 1000 - share_of(j->gpu_milli);
+	return frag_of(p, after, BUCKET) - frag_of(p, before, BUCKET);
+}
+
+/* The policies whose multi-GPU search reads struct summ's kmin[]. */
+static bool score_keyed(const struct pass *p)
+{
+	return p->cfg->policy == COLLOC_POLICY_LEAST_UTILIZED ||
+	       p->cfg->policy == COLLOC_POLICY_MOST_FREE_MEMORY;
+}
+
+/* GPU g's part of score() without the GPU index: its activity, or minus
+ * its free memory; HUGE_VAL where it can be no candidate. */
+static double score_key(const struct pass *p, int g)
+{
+	const struct wgpu *w = &p->w[g];
+
+	if (w->closed || w->isolated)
+		return HUGE_VAL;
+	return p->cfg->policy == COLLOC_POLICY_LEAST_UTILIZED ? w->util
+							      : -(double)free_of(p, g);
+}
+
 static void summ_clear(const struct pass *p, struct summ *s)
 {
 	for (int c = 0; c < 2; c++) {
 		s->max_free[c] = 0;
+		s->max_share[c] = -1;
 		s->has[c] = false;
 		for (int l = 0; l < p->n_levels; l++) {
 			s->lv[l].min_free[c] = UINT64_MAX;
@@ -452,6 +599,12 @@ static void summ_clear(const struct pass *p, struct summ *s)
 			s->lv[l].count[c] = 0;
 		}
 	}
+	for (int l = 0; l < p->n_levels; l++)
+		s->lv[l].node_max0 = s->lv[l].node_max01 = 0;
+	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
+		s->gate[k] = s->kmin[k] = HUGE_VAL;
+	s->max_frag = -HUGE_VAL;
+	s->all_empty = true;
 }
 
 static void summ_add_gpu(const struct pass *p, struct summ *s, int g)
@@ -466,6 +619,8 @@ static void summ_add_gpu(const struct pass *p, struct summ *s, int g)
 	s->has[c] = true;
 	if (f > s->max_free[c])
 		s->max_free[c] = f;
+	if (1000 - w->milli > s->max_share[c])
+		s->max_share[c] = 1000 - w->milli;
 	for (int l = 0; l < p->n_levels && f >= p->level[l]; l++) {
 		if (f < s->lv[l].min_free[c])
 			s->lv[l].min_free[c] = f;
@@ -482,6 +637,8 @@ static void summ_merge(const struct pass *p, struct summ *s, const struct summ *
 		s->has[c] = a->has[c] || b->has[c];
 		s->max_free[c] =
 			a->max_free[c] > b->max_free[c] ? a->max_free[c] : b->max_free[c];
+		s->max_share[c] = a->max_share[c] > b->max_share[c] ? a->max_share[c]
+								    : b->max_share[c];
 		for (int l = 0; l < p->n_levels; l++) {
 			s->lv[l].min_free[c] = a->lv[l].min_free[c] < b->lv[l].min_free[c]
 						       ? a->lv[l].min_free[c]
@@ -492,6 +649,20 @@ static void summ_merge(const struct pass *p, struct summ *s, const struct summ *
 			s->lv[l].count[c] = a->lv[l].count[c] + b->lv[l].count[c];
 		}
 	}
+	for (int l = 0; l < p->n_levels; l++) {
+		s->lv[l].node_max0 = a->lv[l].node_max0 > b->lv[l].node_max0
+					     ? a->lv[l].node_max0
+					     : b->lv[l].node_max0;
+		s->lv[l].node_max01 = a->lv[l].node_max01 > b->lv[l].node_max01
+					      ? a->lv[l].node_max01
+					      : b->lv[l].node_max01;
+	}
+	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++) {
+		s->gate[k] = a->gate[k] < b->gate[k] ? a->gate[k] : b->gate[k];
+		s->kmin[k] = a->kmin[k] < b->kmin[k] ? a->kmin[k] : b->kmin[k];
+	}
+	s->max_frag = a->max_frag > b->max_frag ? a->max_frag : b->max_frag;
+	s->all_empty = a->all_empty && b->all_empty;
 }
 
 static const struct summ *node_summ(const struct pass *p, int nk)
@@ -518,6 +689,48 @@ static void tree_leaf(struct pass *p, int b)
 	summ_clear(p, s);
 	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->n; g++)
 		summ_add_gpu(p, s, g);
+	for (int l = 0; l < p->n_levels; l++) {
+		s->lv[l].node_max0 = s->lv[l].count[0];
+		s->lv[l].node_max01 = s->lv[l].count[0] + s->lv[l].count[1];
+	}
+	if (fgd_bounded(p) && b < p->n_nodes) {
+		/* bucket b is node b */
+		s->max_frag = (double)node_frag(p, b, -1, 0);
+		s->all_empty = p->node_start[b + 1] - p->node_start[b] == BUCKET;
+		for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->n; g++)
+			s->all_empty &= !p->w[g].closed && p->w[g].jobs == 0 &&
+					p->w[g].milli == 0;
+	} else if (b * BUCKET < p->n) {
+		s->max_frag = HUGE_VAL; /* no bound */
+		s->all_empty = false;
+	}
+	/* the bucket's score keys, ascending (summ_clear left HUGE_VAL) */
+	for (int g = b * BUCKET, n = 0;
+	     g < (b + 1) * BUCKET && g < p->n && score_keyed(p); g++) {
+		double v = score_key(p, g);
+		int k = n < COLLOC_SCHED_MAX_GPUS ? n++ : n - 1;
+
+		if (v >= s->kmin[k])
+			continue;
+		while (k > 0 && s->kmin[k - 1] > v) {
+			s->kmin[k] = s->kmin[k - 1];
+			k--;
+		}
+		s->kmin[k] = v;
+	}
+	/* the bucket's keys, ascending (summ_clear left HUGE_VAL) */
+	for (int g = b * BUCKET, n = 0; g < (b + 1) * BUCKET && g < p->n; g++) {
+		double v = gate_key(p, g);
+		int k = n < COLLOC_SCHED_MAX_GPUS ? n++ : n - 1;
+
+		if (v >= s->gate[k])
+			continue;
+		while (k > 0 && s->gate[k - 1] > v) {
+			s->gate[k] = s->gate[k - 1];
+			k--;
+		}
+		s->gate[k] = v;
+	}
 }
 
 /* Bucket b changed: its leaf, its ancestors. */
@@ -534,6 +747,7 @@ struct want {
 	uint64_t min_free; /* need + headroom */
 	int lv; /* the highest level <= min_free */
 	bool cls[2]; /* may use GPUs of class 0 (empty), 1 (busy) */
+	int64_t fgd_empty; /* fgd_empty_delta(), where fgd_bounded() */
 };
 
 /*
@@ -550,8 +764,9 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 
 	if (!q->cls[c] || !s->has[c] || s->max_free[c] < q->min_free)
 		return false;
-	if (c == 1 && cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE &&
-	    min_key + q->j->util_pred > cfg->util_bound + 1e-9)
+	if (by_request(cfg) && s->max_share[c] < share_of(q->j->gpu_milli))
+		return false;
+	if (c == 1 && ea_gated(cfg) && min_key + q->j->util_pred > p->cur_bound + 1e-9)
 		return false;
 	switch (cfg->policy) {
 	case COLLOC_POLICY_ROUND_ROBIN: {
@@ -572,6 +787,20 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 		*lb = ea_score(min_key, q->j->util_pred,
 			       min_free > q->min_free ? min_free : q->min_free);
 		break;
+	case COLLOC_POLICY_REQUEST:
+		/* The share left over is never negative on a candidate. */
+		*lb = (double)lo / ((double)p->n + 1.0);
+		break;
+	case COLLOC_POLICY_FGD:
+		/* Without fgd_bounded(), every set with a candidate is looked
+		 * at (the bounds still skip the sets without room). */
+		if (!fgd_bounded(p))
+			*lb = -HUGE_VAL;
+		else if (c == 0 && s->all_empty)
+			*lb = (double)q->fgd_empty + (double)lo / ((double)p->n + 1.0);
+		else
+			*lb = -s->max_frag + (double)lo / ((double)p->n + 1.0);
+		break;
 	default:
 		*lb = (double)lo;
 		break;
@@ -583,7 +812,7 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 static bool bound(const struct pass *p, const struct want *q, const struct summ *s,
 		  int lo, int hi, double *lb)
 {
-	double b[2];
+	double b[2] = {0, 0};
 	bool ok0 = class_bound(p, q, s, 0, lo, hi, &b[0]),
 	     ok1 = class_bound(p, q, s, 1, lo, hi, &b[1]);
 
@@ -745,8 +974,7 @@ static bool refused_as_before(const struct pass *p, const struct colloc_sched_jo
 	if (sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes, max_free_empty))
 		return false;
 	return j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE ||
-	       (p->cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE &&
-		min_pred_busy + j->util_pred > p->cfg->util_bound + 1e-9);
+	       (ea_gated(p->cfg) && min_pred_busy + j->util_pred > p->cur_bound + 1e-9);
 }
 
 /* place() by looking at every GPU, every node, as the rules are written. */
@@ -788,14 +1016,125 @@ static bool place_plain(const struct pass *p, const struct colloc_sched_job *j, 
 	return found;
 }
 
+/* The best node for a multi-GPU job, where every node is a bucket: the
+ * tree over buckets is a tree over nodes. A subtree is looked at only if
+ * one of its nodes has n GPUs at q's level and n times its least class
+ * bound could beat the best total so far (ties: the lower node). */
+struct node_pick {
+	double total;
+	int node;
+	bool found;
+	int gpus[COLLOC_SCHED_MAX_GPUS];
+};
+
+static void search_nodes(const struct pass *p, const struct want *q, size_t k, int lo,
+			 int width, struct node_pick *b)
+{
+	const struct summ *s = &p->tree[k];
+	int n = q->j->n_gpus, half = width / 2;
+	int have = q->cls[1] ? s->lv[q->lv].node_max01 : s->lv[q->lv].node_max0;
+	double lb = 0, bc[2] = {0, 0}, m;
+	bool ok0, ok1;
+
+	if (lo >= p->n_nodes || have < n || gate_shut(p, q->j, s->gate[n - 1]))
+		return;
+	ok0 = class_bound(p, q, s, 0, lo * BUCKET, (lo + width) * BUCKET - 1, &bc[0]);
+	ok1 = class_bound(p, q, s, 1, lo * BUCKET, (lo + width) * BUCKET - 1, &bc[1]);
+	if (!ok0 && !ok1)
+		return;
+	m = ok0 && ok1 ? (bc[1] < bc[0] ? bc[1] : bc[0]) : ok0 ? bc[0] : bc[1];
+	/* a node's total adds n scores of at least m, in order */
+	for (int i = 0; i < n; i++)
+		lb += m;
+	if (score_keyed(p)) {
+		/* and its i-th smallest score is at least the term of kmin[i] */
+		double lk = 0;
+
+		if (s->kmin[n - 1] == HUGE_VAL)
+			return;
+		for (int i = 0; i < n; i++)
+			lk += p->cfg->policy == COLLOC_POLICY_LEAST_UTILIZED
+				      ? lu_score(s->kmin[i], lo * BUCKET)
+				      : s->kmin[i];
+		if (lk > lb)
+			lb = lk;
+	}
+	if (b->found && !(lb < b->total || (lb == b->total && lo < b->node)))
+		return;
+	if (width == 1) {
+		int pick[COLLOC_SCHED_MAX_GPUS];
+		double total;
+
+		if (p->node_start[lo + 1] - p->node_start[lo] < n ||
+		    !node_best(p, q->j, lo, pick, &total))
+			return;
+		if (!b->found || total < b->total ||
+		    (total == b->total && lo < b->node)) {
+			b->total = total;
+			b->node = lo;
+			b->found = true;
+			memcpy(b->gpus, pick, sizeof(int) * (size_t)n);
+		}
+		return;
+	}
+	search_nodes(p, q, 2 * k, lo, half, b);
+	search_nodes(p, q, 2 * k + 1, lo + half, half, b);
+}
+
+/*
+ * estimate-aware's bound for job j (util_soft): beyond util_bound, a GPU
+ * whose combined predicted activity A (with j) exceeds 1 runs j about A
+ * times slower (the jobs share what the GPU can do); waiting W for GPUs
+ * that run nothing costs W. So j may go where T x (A - 1) < W, T its
+ * walltime: the bound is max(util_bound, 1 + W / T). W is when the GPUs j
+ * would fit empty are expected to run nothing (as for a reservation);
+ * unknown walltimes or ends share as soon as memory fits.
+ */
+static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
+		       uint64_t min_free, int *node);
+static int node_earliest(const struct pass *p, const struct colloc_sched_job *j, int nk,
+			 uint64_t min_free, int want, int64_t *t, int *g_of);
+
+static double job_bound(struct pass *p, const struct colloc_sched_job *j)
+{
+	const struct colloc_sched_config *cfg = p->cfg;
+	int64_t t[COLLOC_SCHED_MAX_GPUS], best = INT64_MAX;
+	int g_of[COLLOC_SCHED_MAX_GPUS], nk, n = j->n_gpus;
+	uint64_t min_free;
+	double w, b;
+
+	if (!cfg->util_soft || cfg->policy != COLLOC_POLICY_ESTIMATE_AWARE)
+		return cfg->util_bound;
+	if (j->walltime_ms <= 0 || n < 1 || n > COLLOC_SCHED_MAX_GPUS ||
+	    j->mem_need_bytes > UINT64_MAX - cfg->headroom_bytes)
+		return HUGE_VAL;
+	min_free = j->mem_need_bytes + cfg->headroom_bytes;
+	if (aidx_query(p, j, min_free, &nk)) {
+		if (nk >= 0 && node_earliest(p, j, nk, min_free, n, t, g_of) == n)
+			best = t[n - 1];
+	} else {
+		for (nk = 0; nk < p->n_nodes; nk++)
+			if (p->node_start[nk + 1] - p->node_start[nk] >= n &&
+			    node_earliest(p, j, nk, min_free, n, t, g_of) == n &&
+			    t[n - 1] < best)
+				best = t[n - 1];
+	}
+	if (best == INT64_MAX)
+		return HUGE_VAL;
+	w = (double)(best > p->now ? best - p->now : 0);
+	b = 1.0 + w / (double)j->walltime_ms;
+	return b > cfg->util_bound ? b : cfg->util_bound;
+}
+
 /* Choose job j's GPUs into out[]; false if it cannot start now. */
 static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 {
-	struct want q = {j, 0, 0, {true, true}};
+	struct want q = {j, 0, 0, {true, true}, 0};
 	double best_total = 0, lb = 0;
 	int n_ok = 0, first = 0, best_node = 0;
 	bool found = false;
 
+	p->cur_bound = job_bound(p, j);
 	/* Overflow: no GPU has that much memory. */
 	if (j->mem_need_bytes > UINT64_MAX - p->cfg->headroom_bytes)
 		return false;
@@ -803,6 +1142,8 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 	while (q.lv + 1 < p->n_levels && p->level[q.lv + 1] <= q.min_free)
 		q.lv++;
 	q.cls[1] = !(j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE);
+	if (p->built && fgd_bounded(p))
+		q.fgd_empty = fgd_empty_delta(p, j);
 	if (dominated(p, j))
 		return false;
 	if (!p->built) {
@@ -818,6 +1159,14 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 
 		search(p, &q, 1, 0, p->leaves, lb, &b);
 		out[0] = b.g;
+		return b.found;
+	}
+	if (p->nodes_are_buckets) {
+		struct node_pick b = {0, 0, false, {0}};
+
+		search_nodes(p, &q, 1, 0, p->leaves, &b);
+		if (b.found)
+			memcpy(out, b.gpus, sizeof(int) * (size_t)j->n_gpus);
 		return b.found;
 	}
 	/* Several GPUs: the best n candidates of each node, the lowest total
@@ -929,6 +1278,8 @@ static void mark_touched(struct pass *p, int g)
 	}
 }
 
+static void aidx_note(struct pass *p, int g);
+
 static void commit(struct pass *p, const struct colloc_sched_job *j, const int *gpus)
 {
 	int64_t end = j->walltime_ms > 0 && p->now <= INT64_MAX - j->walltime_ms
@@ -949,6 +1300,7 @@ static void commit(struct pass *p, const struct colloc_sched_job *j, const int *
 			w->closed = true;
 		if (w->avail < end)
 			w->avail = end;
+		aidx_note(p, gpus[k]);
 	}
 	for (int k = 0; k < j->n_gpus && p->built; k++) {
 		int b = gpus[k] / BUCKET, seen = 0;
@@ -1052,10 +1404,7 @@ static bool alloc_index(struct pass *p)
 /* Summarise every GPU into the tree and the nodes, at p's levels. */
 static void fill_index(struct pass *p)
 {
-	for (int b = 0; b < p->leaves; b++)
-		tree_leaf(p, b);
-	for (size_t k = (size_t)p->leaves - 1; k >= 1; k--)
-		summ_merge(p, &p->tree[k], &p->tree[2 * k], &p->tree[2 * k + 1]);
+	p->nodes_are_buckets = true;
 	for (int k = 0; k < p->n_nodes; k++) {
 		int first = p->by_node[p->node_start[k]],
 		    size = p->node_start[k + 1] - p->node_start[k];
@@ -1067,8 +1416,15 @@ static void fill_index(struct pass *p)
 		    size == (p->n - first < BUCKET ? p->n - first : BUCKET) &&
 		    p->by_node[p->node_start[k + 1] - 1] == first + size - 1)
 			p->node_bucket[k] = first / BUCKET;
-		node_refresh(p, k);
+		if (p->node_bucket[k] != k)
+			p->nodes_are_buckets = false;
 	}
+	for (int b = 0; b < p->leaves; b++)
+		tree_leaf(p, b);
+	for (size_t k = (size_t)p->leaves - 1; k >= 1; k--)
+		summ_merge(p, &p->tree[k], &p->tree[2 * k], &p->tree[2 * k + 1]);
+	for (int k = 0; k < p->n_nodes; k++)
+		node_refresh(p, k);
 }
 
 /* Build the search tree and the node summaries for the jobs rest[0..n_rest)
@@ -1193,49 +1549,270 @@ static bool fits_empty(const struct pass *p, const struct colloc_sched_job *j, i
  * conservative for sharing policies (the head may fit beside a job
  * before its GPU empties). False when no GPU could ever take j.
  */
+/*
+ * The reservation index (a context's, built at its first reservation):
+ * for every node, the k-th earliest time one of its GPUs is expected to
+ * run nothing (k = 1 .. K), and a segment tree over nodes of the least
+ * of each with the first node that has it. It names the node that
+ * reserve_head()'s scan of every node chooses: the first node whose
+ * want-th earliest time is at most now (every time up to now counts as
+ * now), else the first with the least. It answers only where the scan's
+ * filter (fits_empty) lets every GPU pass that is not closed with an
+ * unknown end: no isolated GPU, every GPU large enough, and no open GPU
+ * with an unknown end; elsewhere the scan runs. Nodes are brought up to
+ * date lazily, when a query comes, from the GPUs noted since.
+ */
+struct aidx {
+	int k; /* times kept per node */
+	int leaves; /* a power of two >= the number of nodes */
+	int64_t *key; /* per GPU: when it empties; INT64_MAX: not a candidate */
+	bool *unknown; /* per GPU: open, busy, with an unknown end */
+	bool *iso; /* per GPU: isolated */
+	int n_unknown, n_iso;
+	uint64_t min_total; /* a lower bound on every GPU's memory */
+	int64_t *kth; /* tree node x k: least k-th time below it */
+	int *arg; /* tree node x k: the first node that has it */
+	bool *dirty_node;
+	int *dirty;
+	int n_dirty;
+};
+
+#define AIDX_ABSENT INT64_MAX
+
+static void aidx_destroy(struct aidx *a)
+{
+	if (!a)
+		return;
+	free(a->key);
+	free(a->unknown);
+	free(a->iso);
+	free(a->kth);
+	free(a->arg);
+	free(a->dirty_node);
+	free(a->dirty);
+	free(a);
+}
+
+/* GPU g's working view changed: its key, and its node to refresh. */
+static void aidx_note(struct pass *p, int g)
+{
+	struct aidx *a = p->ai;
+	const struct wgpu *w = &p->w[g];
+	bool unknown, iso = w->isolated;
+	int nk;
+
+	if (!a)
+		return;
+	unknown = w->avail == INT64_MAX && !w->closed;
+	a->key[g] = w->avail == INT64_MAX ? AIDX_ABSENT : w->avail;
+	a->n_unknown += (int)unknown - (int)a->unknown[g];
+	a->unknown[g] = unknown;
+	a->n_iso += (int)iso - (int)a->iso[g];
+	a->iso[g] = iso;
+	if (w->total < a->min_total)
+		a->min_total = w->total;
+	nk = p->node_of[g];
+	if (!a->dirty_node[nk]) {
+		a->dirty_node[nk] = true;
+		a->dirty[a->n_dirty++] = nk;
+	}
+}
+
+static void aidx_pull(struct aidx *a, size_t t)
+{
+	size_t l = 2 * t, r = l + 1;
+
+	for (int k = 0; k < a->k; k++) {
+		/* the left child on ties: the first node */
+		bool left = a->kth[l * (size_t)a->k + (size_t)k] <=
+			    a->kth[r * (size_t)a->k + (size_t)k];
+		size_t from = (left ? l : r) * (size_t)a->k + (size_t)k;
+
+		a->kth[t * (size_t)a->k + (size_t)k] = a->kth[from];
+		a->arg[t * (size_t)a->k + (size_t)k] = a->arg[from];
+	}
+}
+
+/* Node nk's leaf from its GPUs' keys, and the path above it. */
+static void aidx_node(struct pass *p, int nk)
+{
+	struct aidx *a = p->ai;
+	size_t leaf = (size_t)a->leaves + (size_t)nk;
+	int64_t *t = &a->kth[leaf * (size_t)a->k];
+	int n = 0;
+
+	for (int k = 0; k < a->k; k++) {
+		t[k] = AIDX_ABSENT;
+		a->arg[leaf * (size_t)a->k + (size_t)k] = nk;
+	}
+	for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
+		int64_t v = a->key[p->by_node[i]];
+		int k;
+
+		if (v == AIDX_ABSENT || (n == a->k && v >= t[n - 1]))
+			continue;
+		k = n < a->k ? n++ : n - 1;
+		while (k > 0 && t[k - 1] > v) {
+			t[k] = t[k - 1];
+			k--;
+		}
+		t[k] = v;
+	}
+	for (size_t u = leaf / 2; u >= 1; u /= 2)
+		aidx_pull(a, u);
+}
+
+/* Build the index over p's working view; false if out of memory. */
+static bool aidx_build(struct pass *p)
+{
+	struct aidx *a = calloc(1, sizeof(*a));
+	size_t n = (size_t)p->n + 1, cells;
+	int most = 1;
+
+	if (!a)
+		return false;
+	for (int nk = 0; nk < p->n_nodes; nk++)
+		if (p->node_start[nk + 1] - p->node_start[nk] > most)
+			most = p->node_start[nk + 1] - p->node_start[nk];
+	a->k = most < COLLOC_SCHED_MAX_GPUS ? most : COLLOC_SCHED_MAX_GPUS;
+	for (a->leaves = 1; a->leaves < p->n_nodes; a->leaves *= 2)
+		;
+	cells = 2 * (size_t)a->leaves * (size_t)a->k;
+	a->key = malloc(n * sizeof(*a->key));
+	a->unknown = calloc(n, sizeof(*a->unknown));
+	a->iso = calloc(n, sizeof(*a->iso));
+	a->kth = malloc(cells * sizeof(*a->kth));
+	a->arg = calloc(cells, sizeof(*a->arg));
+	a->dirty_node = calloc((size_t)p->n_nodes + 1, sizeof(*a->dirty_node));
+	a->dirty = malloc(((size_t)p->n_nodes + 1) * sizeof(*a->dirty));
+	if (!a->key || !a->unknown || !a->iso || !a->kth || !a->arg || !a->dirty_node ||
+	    !a->dirty) {
+		aidx_destroy(a);
+		return false;
+	}
+	for (size_t c = 0; c < cells; c++)
+		a->kth[c] = AIDX_ABSENT;
+	a->min_total = UINT64_MAX;
+	p->ai = a;
+	for (int g = 0; g < p->n; g++)
+		aidx_note(p, g);
+	for (int d = 0; d < a->n_dirty; d++) {
+		a->dirty_node[a->dirty[d]] = false;
+		aidx_node(p, a->dirty[d]);
+	}
+	a->n_dirty = 0;
+	return true;
+}
+
+/*
+ * The node reserve_head()'s scan chooses for j into *node (-1: none), when
+ * the index can answer (returns true); false: scan.
+ */
+static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
+		       uint64_t min_free, int *node)
+{
+	struct aidx *a;
+	size_t t = 1, k = (size_t)j->n_gpus - 1, K;
+
+	if (!p->memo) /* one pass alone: building costs what a scan does */
+		return false;
+	if (!p->ai && !aidx_build(p))
+		return false;
+	a = p->ai;
+	if (a->n_unknown > 0 || a->n_iso > 0 || min_free > a->min_total ||
+	    j->n_gpus > a->k)
+		return false;
+	for (int d = 0; d < a->n_dirty; d++) {
+		a->dirty_node[a->dirty[d]] = false;
+		aidx_node(p, a->dirty[d]);
+	}
+	a->n_dirty = 0;
+	K = (size_t)a->k;
+	if (a->kth[K + k] == AIDX_ABSENT) {
+		*node = -1;
+		return true;
+	}
+	if (a->kth[K + k] <= p->now) {
+		/* the first node whose want-th time is now or earlier */
+		while (t < (size_t)a->leaves)
+			t = a->kth[2 * t * K + k] <= p->now ? 2 * t : 2 * t + 1;
+		*node = (int)(t - (size_t)a->leaves);
+		return true;
+	}
+	*node = a->arg[K + k];
+	return true;
+}
+
+/* Node nk's want GPUs that j would fit when empty and that are expected to
+ * run nothing first (ties: the earlier GPU), into g_of[] and their times
+ * into t[], ascending; returns how many it has, at most want. */
+static int node_earliest(const struct pass *p, const struct colloc_sched_job *j, int nk,
+			 uint64_t min_free, int want, int64_t *t, int *g_of)
+{
+	int n = 0;
+
+	for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
+		int g = p->by_node[i], k;
+		int64_t a;
+
+		if (!fits_empty(p, j, g, min_free))
+			continue;
+		a = avail_at(p, g);
+		if (n == want && a >= t[n - 1])
+			continue;
+		/* insertion into the want earliest so far */
+		k = n < want ? n++ : n - 1;
+		while (k > 0 && t[k - 1] > a) {
+			t[k] = t[k - 1];
+			g_of[k] = g_of[k - 1];
+			k--;
+		}
+		t[k] = a;
+		g_of[k] = g;
+	}
+	return n;
+}
+
+static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
+		       uint64_t min_free, int *node);
+
 static bool reserve_head(struct pass *p, const struct colloc_sched_job *j)
 {
 	uint64_t min_free;
 	int64_t best = INT64_MAX;
 	bool found = false;
+	int want = j->n_gpus, nk;
 
 	if (j->n_gpus < 1 || j->n_gpus > COLLOC_SCHED_MAX_GPUS ||
 	    j->mem_need_bytes > UINT64_MAX - p->cfg->headroom_bytes)
 		return false;
 	min_free = j->mem_need_bytes + p->cfg->headroom_bytes;
-	for (int nk = 0; nk < p->n_nodes; nk++) {
+	if (aidx_query(p, j, min_free, &nk)) {
+		/* The index names the node a scan of every node would choose
+		 * (or none); the GPUs on it are chosen as the scan does. */
 		int64_t t[COLLOC_SCHED_MAX_GPUS];
-		int g_of[COLLOC_SCHED_MAX_GPUS], n = 0, want = j->n_gpus;
 
-		if (p->node_start[nk + 1] - p->node_start[nk] < want)
+		if (nk < 0 ||
+		    node_earliest(p, j, nk, min_free, want, t, p->resv_g) < want)
+			return false;
+		best = t[want - 1];
+		p->resv_n = want;
+		found = true;
+	}
+	for (nk = 0; !found && nk < p->n_nodes; nk++) {
+		int64_t t[COLLOC_SCHED_MAX_GPUS];
+		int g_of[COLLOC_SCHED_MAX_GPUS];
+
+		if (p->node_start[nk + 1] - p->node_start[nk] < want ||
+		    node_earliest(p, j, nk, min_free, want, t, g_of) < want)
 			continue;
-		for (int i = p->node_start[nk]; i < p->node_start[nk + 1]; i++) {
-			int g = p->by_node[i], k;
-			int64_t a;
-
-			if (!fits_empty(p, j, g, min_free))
-				continue;
-			a = avail_at(p, g);
-			if (n == want && a >= t[n - 1])
-				continue;
-			/* insertion into the want earliest so far */
-			k = n < want ? n++ : n - 1;
-			while (k > 0 && t[k - 1] > a) {
-				t[k] = t[k - 1];
-				g_of[k] = g_of[k - 1];
-				k--;
-			}
-			t[k] = a;
-			g_of[k] = g;
-		}
-		if (n < want || (found && t[want - 1] >= best))
+		if (p->resv_n > 0 && t[want - 1] >= best)
 			continue;
 		best = t[want - 1];
-		found = true;
 		memcpy(p->resv_g, g_of, sizeof(int) * (size_t)want);
 		p->resv_n = want;
 	}
-	if (!found)
+	if (p->resv_n == 0)
 		return false;
 	p->shadow = best;
 	p->resv_on = true;
@@ -1411,6 +1988,7 @@ static void derive(struct colloc_sched_ctx *ctx, int g)
 					    : INT64_MAX;
 	if (w->pred > w->util)
 		w->util = w->pred;
+	aidx_note(&ctx->p, g);
 }
 
 void colloc_sched_ctx_destroy(struct colloc_sched_ctx *ctx)
@@ -1419,6 +1997,7 @@ void colloc_sched_ctx_destroy(struct colloc_sched_ctx *ctx)
 		return;
 	free(ctx->order);
 	free(ctx->p.resv);
+	aidx_destroy(ctx->p.ai);
 	free(ctx->stamp);
 	free(ctx->p.is_touched);
 	free(ctx->p.touched);
@@ -1630,8 +2209,7 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 		ctx->cap_order = n_queue;
 	}
 	restore(ctx);
-	/* The tree's bounds know nothing of shares or fragmentation. */
-	plain = ctx->n_odd > 0 || by_request(&ctx->cfg);
+	plain = ctx->n_odd > 0;
 	if (ctx->cfg.policy == COLLOC_POLICY_FGD)
 		fgd_tables(p, queue, n_queue);
 	for (size_t k = 0; k < n_queue; k++) {
@@ -1642,7 +2220,13 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 		ctx->order[k].id = queue[k].id;
 		ctx->order[k].idx = k;
 	}
-	qsort(ctx->order, n_queue, sizeof(*ctx->order), cmp_queue);
+	/* Callers that keep their queue in order (the simulator) need no
+	 * sort; a stable check is cheaper than qsort's. */
+	for (size_t k = 1; k < n_queue; k++)
+		if (cmp_queue(&ctx->order[k - 1], &ctx->order[k]) > 0) {
+			qsort(ctx->order, n_queue, sizeof(*ctx->order), cmp_queue);
+			break;
+		}
 	p->plain = plain;
 	p->n_fails = 0;
 	p->scans = 0;

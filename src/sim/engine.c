@@ -287,6 +287,12 @@ struct gpu {
 	int jobs[MAX_PER_GPU];
 	int n;
 	bool dirty; /* its summaries are out of date (in sim's dirty list) */
+	/* The speeds of its jobs (gpu_speeds), valid while its set of jobs
+	 * is the same: a multi-GPU job's rate reads every one of its GPUs,
+	 * and recomputing them all for every job of every GPU that changed
+	 * was quadratic in the jobs per GPU. */
+	bool sp_ok;
+	double sp[MAX_PER_GPU];
 };
 
 struct event {
@@ -521,24 +527,28 @@ static void flush(struct sim *s)
  * the pace: the interference model fitted on Gavel's measured pairs
  * (colloc/interference.h, docs/interference.md), capped so that the jobs
  * together use at most the whole GPU (sum of activity x speed <= 1). */
-static void gpu_speeds(const struct sim *s, int g, double *sp)
+static void gpu_speeds(struct sim *s, int g, double *sp)
 {
-	const struct gpu *gp = &s->gpus[g];
+	struct gpu *gp = &s->gpus[g];
 	struct colloc_interference_job ij[MAX_PER_GPU];
 	double busy[MAX_PER_GPU];
 
-	for (int k = 0; k < gp->n; k++) {
-		const struct job *jb = &s->jobs[gp->jobs[k]];
+	if (!gp->sp_ok) {
+		for (int k = 0; k < gp->n; k++) {
+			const struct job *jb = &s->jobs[gp->jobs[k]];
 
-		ij[k] = jb->ij;
-		busy[k] = jb->act;
+			ij[k] = jb->ij;
+			busy[k] = jb->act;
+		}
+		colloc_interference_gpu_speeds(s->im, s->worker, ij, busy, gp->n, gp->sp);
+		gp->sp_ok = true;
 	}
-	colloc_interference_gpu_speeds(s->im, s->worker, ij, busy, gp->n, sp);
+	memcpy(sp, gp->sp, sizeof(double) * (size_t)gp->n);
 }
 
 /* Job j's speed: the slowest of its GPUs sets the pace. here: the speeds
  * of GPU g's jobs (gpu_speeds), k: j's place on g. */
-static double speed_of(const struct sim *s, int j, int g, const double *here, int k)
+static double speed_of(struct sim *s, int j, int g, const double *here, int k)
 {
 	const struct job *jb = &s->jobs[j];
 	const int *gpus = gpus_of(s, j);
@@ -639,6 +649,7 @@ static void gpu_remove(struct sim *s, int g, int j)
 	for (int k = 0; k < gp->n; k++)
 		if (gp->jobs[k] == j) {
 			gp->jobs[k] = gp->jobs[--gp->n];
+			gp->sp_ok = false;
 			if (gp->n == 0)
 				s->n_busy--;
 			mark_gpu(s, g);
@@ -840,6 +851,7 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 		if (g->n == MAX_PER_GPU)
 			return COLLOC_ELIMIT;
 		g->jobs[g->n++] = j;
+		g->sp_ok = false;
 		if (g->n == 1)
 			s->n_busy++;
 		mark_gpu(s, r->gpus[i]);
@@ -1123,6 +1135,26 @@ static void sim_classes(struct sim *s)
 	s->cfg.n_classes = n;
 }
 
+/*
+ * Offered load of trace on n_gpus GPUs with its arrival times scaled by
+ * scale: its GPU time (GPUs x alone run time, a job wider than a node
+ * counted as it runs, on one node for proportionally longer, which is the
+ * same GPU time) over the cluster's GPU time from the first arrival to the
+ * last. 0 when every job arrives at once.
+ */
+static double offered_load(const struct colloc_trace *t, int n_gpus, double scale)
+{
+	double work = 0, span;
+
+	if (t->n_jobs < 2 || n_gpus < 1)
+		return 0;
+	for (size_t j = 0; j < t->n_jobs; j++)
+		work += (double)t->jobs[j].duration_ms * (double)t->jobs[j].n_gpus;
+	span = (double)(llround((double)t->jobs[t->n_jobs - 1].submit_ms * scale) -
+			llround((double)t->jobs[0].submit_ms * scale));
+	return span > 0 ? work / (span * n_gpus) : 0;
+}
+
 int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_cluster *c,
 		   const struct colloc_sim_opts *o, struct colloc_sim_result *out,
 		   struct colloc_diag *diag)
@@ -1130,7 +1162,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	struct sim s;
 	struct timespec t0, t1;
 	size_t next_arrival = 0, done = 0;
-	double *waits = NULL;
+	double *waits = NULL, time_scale = 1.0;
 	int rc = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1184,6 +1216,14 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		s.gs[g].usable = true;
 	}
 	sim_config(&s);
+	out->offered_load = offered_load(trace, s.n_gpus, 1.0);
+	if (o->load > 0 && out->offered_load > 0) {
+		/* Arrivals stretched or compressed so that the offered load is
+		 * o->load: the trace's GPU time over the cluster's GPU time
+		 * between the first and the last arrival. */
+		time_scale = out->offered_load / o->load;
+		out->offered_load = offered_load(trace, s.n_gpus, time_scale);
+	}
 	/* Identities, estimates and true memory, drawn in trace order so the
 	 * same seed gives the same cluster whatever the policy. */
 	for (size_t j = 0; j < s.n_jobs; j++) {
@@ -1195,7 +1235,15 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		double e;
 		int gtype;
 
-		jb->submit_ms = tj->submit_ms;
+		if (tj->n_gpus < 1 || tj->duration_ms <= 0) {
+			rc = colloc_diag_set(diag, COLLOC_EUSAGE,
+					     "job %llu has %s: a trace read with "
+					     "keep_all_pods is for the fill mode only",
+					     (unsigned long long)tj->id,
+					     tj->n_gpus < 1 ? "no GPUs" : "no run time");
+			goto out;
+		}
+		jb->submit_ms = (int64_t)llround((double)tj->submit_ms * time_scale);
 		if (kind < 0)
 			kind = (int)(rng_next(&s.rng) % N_MIX);
 		batch = batch_of(kind, tj->batch);
@@ -1258,13 +1306,12 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 			s.n_queue = 0;
 			break;
 		}
-		now = next_arrival < s.n_jobs ? trace->jobs[next_arrival].submit_ms
+		now = next_arrival < s.n_jobs ? s.jobs[next_arrival].submit_ms
 					      : INT64_MAX;
 		if (s.n_heap && s.heap[0].t < now)
 			now = s.heap[0].t;
 		account(&s, now);
-		while (next_arrival < s.n_jobs &&
-		       trace->jobs[next_arrival].submit_ms == now) {
+		while (next_arrival < s.n_jobs && s.jobs[next_arrival].submit_ms == now) {
 			struct job *jb = &s.jobs[next_arrival];
 
 			if (jb->need + s.cfg.headroom_bytes > c->gpu_mem_bytes) {
@@ -1299,7 +1346,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 
 	/* Metrics. */
 	{
-		int64_t first = s.n_jobs ? trace->jobs[0].submit_ms : 0, last = first;
+		int64_t first = s.n_jobs ? s.jobs[0].submit_ms : 0, last = first;
 		size_t n = 0, nw = 0, na = 0;
 		double sum = 0, sumw = 0, sum_all = 0, work = 0;
 		double *all = calloc(s.n_jobs + 1, sizeof(double));

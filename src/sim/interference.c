@@ -261,11 +261,46 @@ static double clamp01(double x)
 	return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0;
 }
 
-static double formula(const double params[3], double act_a, double pressure)
+/* formula() with pow(act_a, params[1]) given: the same arithmetic. */
+static double formula_pow(const double params[3], double pow_a, double pressure)
 {
-	double s = 1.0 / (1.0 + params[0] * pow(act_a, params[1]) * pressure);
+	double s = 1.0 / (1.0 + params[0] * pow_a * pressure);
 
 	return s > 0.0 && s <= 1.0 ? s : (s > 1.0 ? 1.0 : 1e-9);
+}
+
+static double formula(const double params[3], double act_a, double pressure)
+{
+	return formula_pow(params, pow(act_a, params[1]), pressure);
+}
+
+/* pow(a, params[1]) and pow(a, params[2]) for the activities of one GPU's
+ * jobs, computed once per distinct activity (jobs of a kind share one):
+ * pow() was most of the time of a GPU packed with many jobs. */
+#define POW_MEMO 8
+struct pow_memo {
+	double a[POW_MEMO], p1[POW_MEMO], p2[POW_MEMO];
+	int n, next;
+};
+
+static void pow_of(struct pow_memo *pm, const double params[3], double a, double *p1,
+		   double *p2)
+{
+	int k;
+
+	for (k = 0; k < pm->n; k++)
+		if (pm->a[k] == a) {
+			*p1 = pm->p1[k];
+			*p2 = pm->p2[k];
+			return;
+		}
+	*p1 = pow(a, params[1]);
+	*p2 = pow(a, params[2]);
+	k = pm->n < POW_MEMO ? pm->n++ : pm->next;
+	pm->next = (k + 1) % POW_MEMO;
+	pm->a[k] = a;
+	pm->p1[k] = *p1;
+	pm->p2[k] = *p2;
 }
 
 double colloc_interference_model_speed(const double params[3], double act_a,
@@ -342,15 +377,21 @@ void colloc_interference_gpu_speeds(const struct colloc_interference *m, int w,
 		/* Each job's pressure is the sum over the others: the part
 		 * after it is kept in speeds[] (no allocation), the part
 		 * before it as the loop goes. */
+		struct pow_memo pm;
+
+		pm.n = pm.next = 0;
 		for (int i = n; i-- > 0;) {
+			double p1, p2;
+
+			pow_of(&pm, m->params, job_activity(m, w, &jobs[i]), &p1, &p2);
 			speeds[i] = suffix;
-			suffix += pow(job_activity(m, w, &jobs[i]), m->params[2]);
+			suffix += p2;
 		}
 		for (int i = 0; i < n; i++) {
-			double own = pow(job_activity(m, w, &jobs[i]), m->params[2]);
+			double p1, own;
 
-			speeds[i] = formula(m->params, job_activity(m, w, &jobs[i]),
-					    prefix + speeds[i]);
+			pow_of(&pm, m->params, job_activity(m, w, &jobs[i]), &p1, &own);
+			speeds[i] = formula_pow(m->params, p1, prefix + speeds[i]);
 			prefix += own;
 		}
 	}

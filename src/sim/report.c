@@ -5,9 +5,121 @@
 #include "colloc/sim_report.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The metrics that summaries over seeds report, in order. */
+static const char *const metric_names[] = {
+	"jobs",
+	"finished",
+	"failed",
+	"makespan_s",
+	"mean_jct_s",
+	"median_jct_s",
+	"p99_jct_s",
+	"mean_wait_s",
+	"median_wait_s",
+	"p99_wait_s",
+	"gpu_util",
+	"mem_util",
+	"energy_j",
+	"alloc_frac",
+	"useful_work",
+	"mean_jct_all_s",
+	"median_jct_all_s",
+	"p99_jct_all_s",
+	"oom_per_1k_jobs",
+	"shared_jobs",
+	"oom_crashes",
+	"recoveries",
+	"jobs_lost",
+	"scheduling_passes",
+	"offered_load",
+	"sim_wall_s",
+};
+#define N_METRICS (int)(sizeof(metric_names) / sizeof(metric_names[0]))
+
+const char *colloc_sim_metric_name(int i)
+{
+	return i >= 0 && i < N_METRICS ? metric_names[i] : NULL;
+}
+
+double colloc_sim_metric(const struct colloc_sim_result *r, int i)
+{
+	const double v[] = {
+		(double)r->jobs,
+		(double)r->finished,
+		(double)r->failed,
+		r->makespan_s,
+		r->mean_jct_s,
+		r->median_jct_s,
+		r->p99_jct_s,
+		r->mean_wait_s,
+		r->median_wait_s,
+		r->p99_wait_s,
+		r->gpu_util,
+		r->mem_util,
+		r->energy_j,
+		r->alloc_frac,
+		r->useful_work,
+		r->mean_jct_all_s,
+		r->median_jct_all_s,
+		r->p99_jct_all_s,
+		r->oom_per_1k_jobs,
+		(double)r->shared_jobs,
+		(double)r->oom_crashes,
+		(double)r->recoveries,
+		(double)r->jobs_lost,
+		(double)r->passes,
+		r->offered_load,
+		r->sim_wall_s,
+	};
+	_Static_assert(sizeof(v) / sizeof(v[0]) == N_METRICS, "one value per name");
+
+	return i >= 0 && i < N_METRICS ? v[i] : (double)NAN;
+}
+
+void colloc_sim_metric_stats(const struct colloc_sim_result *r, int n, int i,
+			     double *mean, double *sd)
+{
+	double s = 0, q = 0;
+
+	for (int k = 0; k < n; k++)
+		s += colloc_sim_metric(&r[k], i);
+	*mean = n > 0 ? s / n : (double)NAN;
+	for (int k = 0; k < n; k++) {
+		double d = colloc_sim_metric(&r[k], i) - *mean;
+
+		q += d * d;
+	}
+	*sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+int colloc_sim_write_csv_stats(FILE *f, const struct colloc_sim_result *r, int n_policies,
+			       int n_seeds)
+{
+	fprintf(f, "policy,stat");
+	for (int i = 0; i < N_METRICS; i++)
+		fprintf(f, ",%s", metric_names[i]);
+	fprintf(f, "\n");
+	for (int p = 0; p < n_policies; p++) {
+		const struct colloc_sim_result *x = &r[p * n_seeds];
+		double m[N_METRICS], sd[N_METRICS];
+
+		for (int i = 0; i < N_METRICS; i++)
+			colloc_sim_metric_stats(x, n_seeds, i, &m[i], &sd[i]);
+		for (int which = 0; which < 2; which++) {
+			fprintf(f, "%s,%s", colloc_policy_name(x->policy),
+				which ? "sd" : "mean");
+			for (int i = 0; i < N_METRICS; i++)
+				fprintf(f, ",%.10g", which ? sd[i] : m[i]);
+			fprintf(f, "\n");
+		}
+	}
+	return ferror(f) ? -EIO : 0;
+}
 
 int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n)
 {

@@ -325,6 +325,7 @@ static int do_line(struct reader *r, size_t len, size_t line, struct colloc_diag
 	row.name = r->name;
 	row.line = line;
 	row.diag = &r->row_diag;
+	row.keep_all = r->opts.keep_all_pods;
 
 	if (len && r->line[len - 1] == '\r')
 		r->line[--len] = '\0';

@@ -44,6 +44,7 @@ struct colloc__trace_row {
 	uint64_t index; /* 0-based data row number, for ids */
 	const char *val[COLLOC__TRACE_MAX_COLS]; /* NULL: the file has no such column */
 	struct colloc_diag *diag;
+	bool keep_all; /* colloc_trace_opts.keep_all_pods */
 };
 
 struct colloc__trace_format {

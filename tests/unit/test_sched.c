@@ -173,6 +173,8 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			s->cfg.headroom_bytes = size_of(v);
 		else if (!g && !r && !j && strcmp(kv, "util_bound") == 0)
 			s->cfg.util_bound = strtod(v, NULL);
+		else if (!g && !r && !j && strcmp(kv, "soft") == 0)
+			s->cfg.util_soft = strcmp(v, "0") != 0;
 		else if (!g && !r && !j && strcmp(kv, "backfill") == 0)
 			s->cfg.backfill = strcmp(v, "0") != 0;
 		else if (!g && !r && !j && strcmp(kv, "starve") == 0)
@@ -874,6 +876,166 @@ static void test_ctx_equivalence(void **state)
 }
 
 /* The context's own errors. */
+/*
+ * request and fgd search the tree on large clusters; their decisions must
+ * be the plain scan's. A prediction out of range on one running job (read
+ * by neither policy) forces the plain scan on the same case.
+ */
+static void test_share_tree_is_scan(void **state)
+{
+	struct colloc_sched_class classes[6];
+
+	(void)state;
+	for (int kk = 0; kk < 2 * GOLDEN_ALL; kk++) {
+		int k = kk / 2;
+		struct rcase c;
+		struct colloc_sched_decision *d1, *d2;
+		struct colloc_sched_gpu *plain_gpus;
+		struct colloc_diag diag = {{0}};
+		size_t n1 = 0, n2 = 0;
+		int rr1 = 0, rr2 = 0;
+
+		rcase_make(&c, k);
+		if (c.st.n_gpus < 64) {
+			rcase_free(&c);
+			continue;
+		}
+		rcase_shares(&c, k, kk % 2 ? COLLOC_POLICY_FGD : COLLOC_POLICY_REQUEST);
+		/* fgd with an expected workload of its own (the case where
+		 * its scores have bounds in the tree), on every other case */
+		if (kk % 4 == 3) {
+			uint64_t y = 0xc1a55ull + (uint64_t)k;
+
+			for (int m = 0; m < 6; m++)
+				classes[m] = (struct colloc_sched_class){
+					m < 3 ? 1 : 1 << (m - 2),
+					m < 3 ? 100 + 300 * m : 1000,
+					(uint32_t)(1 + rng_below(&y, 50))};
+			c.cfg.classes = classes;
+			c.cfg.n_classes = 6;
+		}
+		d1 = calloc(c.n_jobs + 1, sizeof(*d1));
+		d2 = calloc(c.n_jobs + 1, sizeof(*d2));
+		plain_gpus = calloc((size_t)c.st.n_gpus, sizeof(*plain_gpus));
+		assert_true(d1 && d2 && plain_gpus);
+		assert_int_equal(colloc_sched_decide(&c.cfg, &c.st, c.jobs, c.n_jobs, d1,
+						     c.n_jobs, &n1, &rr1, &diag),
+				 0);
+		memcpy(plain_gpus, c.gpus, (size_t)c.st.n_gpus * sizeof(*plain_gpus));
+		plain_gpus[0].util = (double)NAN;
+		c.st.gpus = plain_gpus;
+		assert_int_equal(colloc_sched_decide(&c.cfg, &c.st, c.jobs, c.n_jobs, d2,
+						     c.n_jobs, &n2, &rr2, &diag),
+				 0);
+		c.st.gpus = c.gpus;
+		if (n1 != n2)
+			fail_msg("case %d (%s): %zu decisions by the tree, %zu by the "
+				 "scan",
+				 k, colloc_policy_name(c.cfg.policy), n1, n2);
+		for (size_t i = 0; i < n1; i++) {
+			assert_true(d1[i].job_id == d2[i].job_id);
+			assert_int_equal(d1[i].n_gpus, d2[i].n_gpus);
+			assert_memory_equal(d1[i].gpus, d2[i].gpus,
+					    sizeof(int) * (size_t)d1[i].n_gpus);
+		}
+		assert_int_equal(rr1, rr2);
+		free(d1);
+		free(d2);
+		free(plain_gpus);
+		rcase_free(&c);
+	}
+}
+
+/* One pass of a context over c's state against colloc_sched_decide(). */
+static void ctx_vs_decide(struct colloc_sched_ctx *ctx, const struct rcase *c, int k,
+			  const char *what)
+{
+	struct colloc_sched_decision *d1 = calloc(c->n_jobs + 1, sizeof(*d1)),
+				     *d2 = calloc(c->n_jobs + 1, sizeof(*d2));
+	struct colloc_diag diag = {{0}};
+	size_t n1 = 0, n2 = 0;
+	int rr1 = 0, rr2 = 0;
+
+	assert_true(d1 && d2);
+	assert_int_equal(colloc_sched_decide(&c->cfg, &c->st, c->jobs, c->n_jobs, d1,
+					     c->n_jobs, &n1, &rr1, &diag),
+			 0);
+	assert_int_equal(colloc_sched_ctx_decide(ctx, c->st.now_ms, c->st.rr_cursor,
+						 c->jobs, c->n_jobs, d2, c->n_jobs, &n2,
+						 &rr2, &diag),
+			 0);
+	if (n1 != n2)
+		fail_msg(
+			"EASY case %d, %s: %zu decisions by the scan, %zu by the context",
+			k, what, n1, n2);
+	for (size_t i = 0; i < n1; i++) {
+		assert_true(d1[i].job_id == d2[i].job_id);
+		assert_memory_equal(d1[i].gpus, d2[i].gpus,
+				    sizeof(int) * (size_t)d1[i].n_gpus);
+	}
+	free(d1);
+	free(d2);
+}
+
+/*
+ * EASY backfill through a context (its reservation index) decides as the
+ * scan of every node does: the large golden cases with expected ends on
+ * the busy GPUs and walltimes on the jobs, then again after some ends
+ * moved.
+ */
+static void test_easy_index_is_scan(void **state)
+{
+	(void)state;
+	for (int k = 0; k < GOLDEN_ALL; k++) {
+		struct rcase c;
+		struct colloc_sched_ctx *ctx = NULL;
+		struct colloc_diag diag = {{0}};
+		uint64_t x = 0xea5eull + (uint64_t)k;
+
+		rcase_make(&c, k);
+		if (c.st.n_gpus < 64) {
+			rcase_free(&c);
+			continue;
+		}
+		c.cfg.backfill = true;
+		c.cfg.backfill_rule = COLLOC_BACKFILL_EASY;
+		for (int g = 0; g < c.st.n_gpus; g++)
+			c.gpus[g].busy_until_ms =
+				c.st.now_ms + 1000 * (int64_t)rng_below(&x, 50);
+		for (size_t j = 0; j < c.n_jobs; j++)
+			c.jobs[j].walltime_ms = 1000 * (int64_t)rng_below(&x, 60);
+		assert_int_equal(
+			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
+			0);
+		for (int g = 0; g < c.st.n_gpus; g++) {
+			struct colloc_sched_load l;
+
+			load_of(c.run, c.st.n_running, g, &l);
+			assert_int_equal(
+				colloc_sched_ctx_set_gpu(ctx, g, &c.gpus[g], &l, &diag),
+				0);
+		}
+		ctx_vs_decide(ctx, &c, k, "first pass");
+		for (int round = 0; round < 3; round++) {
+			for (int m = 0; m < 12; m++) {
+				int g = rng_below(&x, c.st.n_gpus);
+				struct colloc_sched_load l;
+
+				c.gpus[g].busy_until_ms =
+					c.st.now_ms + 1000 * (int64_t)rng_below(&x, 50);
+				load_of(c.run, c.st.n_running, g, &l);
+				assert_int_equal(colloc_sched_ctx_set_gpu(
+							 ctx, g, &c.gpus[g], &l, &diag),
+						 0);
+			}
+			c.st.now_ms += 1000 * (int64_t)rng_below(&x, 20);
+			ctx_vs_decide(ctx, &c, k, "after ends moved");
+		}
+		colloc_sched_ctx_destroy(ctx);
+		rcase_free(&c);
+	}
+}
+
 static void test_ctx_errors(void **state)
 {
 	struct colloc_sched_config cfg;
@@ -948,6 +1110,8 @@ int main(int argc, char **argv)
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_big_pass);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_equivalence);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_errors);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_share_tree_is_scan);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_easy_index_is_scan);
 	failed = _cmocka_run_group_tests("sched", tests, t, NULL, NULL);
 	for (size_t k = 0; k < n; k++)
 		free(names[k]);

@@ -1,0 +1,6 @@
+set terminal svg size 900,450 dynamic font 'sans,12'
+set key outside right; set grid
+set output 'ratio.svg'
+set title "alibaba-default: mean JCT and makespan against exclusive, by offered load" noenhanced
+set xlabel 'offered load'; set ylabel 'ratio to exclusive'
+plot 'ratio_exclusive.dat' using 1:2 with linespoints lw 2 title 'exclusive JCT', 'ratio_round-robin.dat' using 1:2 with linespoints lw 2 title 'round-robin JCT', 'ratio_most-free-memory.dat' using 1:2 with linespoints lw 2 title 'most-free-memory JCT', 'ratio_least-utilized.dat' using 1:2 with linespoints lw 2 title 'least-utilized JCT', 'ratio_request.dat' using 1:2 with linespoints lw 2 title 'request JCT', 'ratio_fgd.dat' using 1:2 with linespoints lw 2 title 'fgd JCT', 'ratio_estimate-aware.dat' using 1:2 with linespoints lw 2 title 'estimate-aware JCT', 'ratio_estimate-aware-soft.dat' using 1:2 with linespoints lw 2 title 'estimate-aware/soft JCT', 'ratio_exclusive.dat' using 1:3 with lines dt 2 title 'exclusive makespan', 'ratio_least-utilized.dat' using 1:3 with lines dt 2 title 'least-utilized makespan', 'ratio_estimate-aware.dat' using 1:3 with lines dt 2 title 'estimate-aware makespan', 'ratio_estimate-aware-soft.dat' using 1:3 with lines dt 2 title 'estimate-aware-soft makespan'

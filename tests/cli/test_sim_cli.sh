@@ -1,0 +1,94 @@
+#!/bin/sh
+# `colloc sim` end to end on the bundled trace excerpts: every policy is
+# deterministic per seed (two --json runs, with --seeds too, differ only in
+# sim_wall_s), the fill mode likewise, and the option errors. Usage:
+# test_sim_cli.sh PATH/TO/colloc TRACE_DIR. Needs COLLOC_DATA_DIR for the
+# model zoo. Prints "N passed, M failed"; exits non-zero on any failure.
+set -u
+colloc=$1
+traces=$2
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+bad() {
+	echo "FAIL $*"
+	fail=$((fail + 1))
+}
+# same_but_wall A B WHAT: the two JSON files are equal once every
+# "sim_wall_s":NUMBER is blanked.
+same_but_wall() {
+	sed 's/"sim_wall_s":[-0-9.e+]*/"sim_wall_s":-/g' "$1" >"$1.n"
+	sed 's/"sim_wall_s":[-0-9.e+]*/"sim_wall_s":-/g' "$2" >"$2.n"
+	if cmp -s "$1.n" "$2.n" && [ -s "$1.n" ]; then
+		pass=$((pass + 1))
+	else
+		bad "$3: two runs differ beyond sim_wall_s"
+		diff "$1.n" "$2.n" | head -5
+	fi
+}
+# status WANT WHAT CMD...: the command exits with WANT.
+status() {
+	want=$1 what=$2
+	shift 2
+	"$@" >"$tmp/out" 2>&1
+	got=$?
+	if [ "$got" = "$want" ]; then pass=$((pass + 1)); else bad "$what: exit $got, expected $want"; fi
+}
+
+all=exclusive,round-robin,most-free-memory,least-utilized,estimate-aware,request,fgd
+for t in "philly:$traces/philly_trace1_head.csv" "alibaba2023:$traces/alibaba2023_default_head.csv"; do
+	for seeds in "--seed 3" "--seeds 1-3"; do
+		# shellcheck disable=SC2086
+		"$colloc" sim --trace "$t" --cluster 2x4xV100-32GB --policy "$all" $seeds \
+			--est-error 0.2 --json >"$tmp/a.json" 2>"$tmp/err" || bad "sim $t $seeds: $(cat "$tmp/err")"
+		# shellcheck disable=SC2086
+		"$colloc" sim --trace "$t" --cluster 2x4xV100-32GB --policy "$all" $seeds \
+			--est-error 0.2 --json >"$tmp/b.json" 2>>"$tmp/err"
+		same_but_wall "$tmp/a.json" "$tmp/b.json" "sim ${t%%:*} $seeds"
+	done
+done
+# Seeds that differ give different identities on a trace without models.
+"$colloc" sim --trace "alibaba2023:$traces/alibaba2023_default_head.csv" --cluster 2x4xV100-32GB \
+	--policy estimate-aware --seeds 1-3 --json >"$tmp/s.json"
+if grep -q '"sd":{[^}]*"gpu_util":0[,}]' "$tmp/s.json"; then
+	bad "seeds 1-3 on drawn identities: sd of gpu_util is 0"
+else
+	pass=$((pass + 1))
+fi
+
+# A node list for the fill mode: three nodes of the openb kinds.
+cat >"$tmp/nodes.csv" <<'N'
+sn,cpu_milli,memory_mib,gpu,model
+n-0,96000,393216,8,G2
+n-1,104000,524288,2,T4
+n-2,64000,262144,2,P100
+N
+for p in random,bestfit fgd,request,estimate-aware,exclusive; do
+	"$colloc" sim --fill --trace "alibaba2023:$traces/alibaba2023_default_head.csv" \
+		--cluster "alibaba:$tmp/nodes.csv" --policy "$p" --seeds 1-2 --json >"$tmp/f1.json" ||
+		bad "fill $p"
+	"$colloc" sim --fill --trace "alibaba2023:$traces/alibaba2023_default_head.csv" \
+		--cluster "alibaba:$tmp/nodes.csv" --policy "$p" --seeds 1-2 --json >"$tmp/f2.json"
+	same_but_wall "$tmp/f1.json" "$tmp/f2.json" "fill $p"
+done
+
+status 2 "--seeds 5-1" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
+	--cluster 1x1xV100-32GB --seeds 5-1
+status 2 "--seeds 1-100" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
+	--cluster 1x1xV100-32GB --seeds 1-100
+status 2 "node list without --fill" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
+	--cluster "alibaba:$tmp/nodes.csv"
+status 2 "--fill without a node list" "$colloc" sim --fill \
+	--trace "alibaba2023:$traces/alibaba2023_default_head.csv" --cluster 1x1xV100-32GB
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,x,8,G2\n' >"$tmp/bad.csv"
+status 1 "bad node list" "$colloc" sim --fill --trace "alibaba2023:$traces/alibaba2023_default_head.csv" \
+	--cluster "alibaba:$tmp/bad.csv"
+if grep -q "bad.csv:2: column 'memory_mib'" "$tmp/out"; then pass=$((pass + 1)); else bad "bad node list message: $(cat "$tmp/out")"; fi
+status 2 "fill with an unknown rule" "$colloc" sim --fill \
+	--trace "alibaba2023:$traces/alibaba2023_default_head.csv" --cluster "alibaba:$tmp/nodes.csv" \
+	--policy worstfit
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
