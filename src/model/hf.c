@@ -28,6 +28,12 @@
  *    the scores, additive causal mask, ReLU MLP, tied head.
  *  - gpt_neo: GPTNeoForCausalLM: GPT-2's layout with bias-free q/k/v,
  *    unscaled float32 scores; local layers as global ones.
+ *  - gptj: GPTJForCausalLM in eager attention: token embedding only, one
+ *    LayerNorm per layer feeding attention and MLP in parallel (x + attn +
+ *    mlp), bias-free q/k/v/out, rotary embeddings on the first rotary_dim
+ *    dims of each head (rotate_every_two, from float32 sin / cos tables, so
+ *    the rotated q and k are float32), float32 scores, gelu_new MLP with
+ *    biases, an untied LM head with a bias, logits cast to float32.
  *  - bert, roberta: BertForMaskedLM / RobertaForMaskedLM (the checkpoints'
  *    own architectures; no pooler): post-LN encoder layers, learned
  *    positions (RoBERTa's counted from pad_token_id + 1, from the input as
@@ -90,7 +96,7 @@
 
 /* --- the configuration ---------------------------------------------------- */
 
-enum family { FAM_GPT2 = 0, FAM_LLAMA, FAM_OPT, FAM_GPT_NEO, FAM_BERT, FAM_T5 };
+enum family { FAM_GPT2 = 0, FAM_LLAMA, FAM_OPT, FAM_GPT_NEO, FAM_BERT, FAM_T5, FAM_GPTJ };
 
 struct hf_cfg {
 	int family;
@@ -108,6 +114,8 @@ struct hf_cfg {
 	int64_t dec_layers, buckets, max_distance;
 	int act;
 	bool gated;
+	/* gptj: the rotated dims of each head */
+	int64_t rotary_dim;
 };
 
 /* Feed-forward activations. */
@@ -351,6 +359,48 @@ static int parse_gpt_neo(const cJSON *r, struct hf_cfg *c, const char *f,
 	return 0;
 }
 
+/* GPTJForCausalLM (modeling_gptj.py): GPTJConfig's defaults fill absent
+ * fields; rotary_dim null (rotary over the whole hidden size, which
+ * transformers' code only runs for one head) is refused. */
+static int parse_gptj(const cJSON *r, struct hf_cfg *c, const char *f,
+		      struct colloc_diag *d)
+{
+	const cJSON *rd = cJSON_GetObjectItemCaseSensitive(r, "rotary_dim");
+	int rc;
+
+	c->family = FAM_GPTJ;
+	if ((rc = cfg_int(r, "vocab_size", 50400, 1, HF_MAX_VOCAB, &c->vocab, f, d)) ||
+	    (rc = cfg_int(r, "n_embd", 4096, 1, HF_MAX_HIDDEN, &c->hidden, f, d)) ||
+	    (rc = cfg_int(r, "n_layer", 28, 1, HF_MAX_LAYERS, &c->layers, f, d)) ||
+	    (rc = cfg_int(r, "n_head", 16, 1, HF_MAX_HEADS, &c->heads, f, d)) ||
+	    (rc = cfg_int(r, "n_positions", 2048, 1, HF_MAX_POSITIONS, &c->positions, f,
+			  d)) ||
+	    (rc = cfg_int(r, "n_inner", 4 * c->hidden, 1, 8 * (int64_t)HF_MAX_HIDDEN,
+			  &c->inter, f, d)) ||
+	    (rc = cfg_int(r, "rotary_dim", 64, 1, HF_MAX_HIDDEN, &c->rotary_dim, f, d)) ||
+	    (rc = cfg_num(r, "layer_norm_epsilon", 1e-5, 0, 1, &c->eps, f, d)) ||
+	    (rc = cfg_num(r, "resid_pdrop", 0, 0, 1, &c->resid_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "embd_pdrop", 0, 0, 1, &c->embd_pdrop, f, d)) ||
+	    (rc = cfg_num(r, "attn_pdrop", 0, 0, 1, &c->attn_pdrop, f, d)) ||
+	    (rc = cfg_bool(r, "tie_word_embeddings", false, &c->tied, f, d)) ||
+	    (rc = cfg_want(r, "activation_function", "gelu_new", f, d)))
+		return rc;
+	c->kv_heads = c->heads;
+	if (cJSON_IsNull(rd))
+		return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+				       "%s: gptj without rotary_dim is not built", f);
+	if (c->hidden % c->heads == 0 &&
+	    (c->rotary_dim % 2 || c->rotary_dim > c->hidden / c->heads))
+		return colloc_diag_set(d, COLLOC_EFORMAT,
+				       "%s: \"rotary_dim\" must be even and at most the "
+				       "head size %lld",
+				       f, (long long)(c->hidden / c->heads));
+	if (c->tied)
+		return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+				       "%s: gptj with a tied LM head is not built", f);
+	return 0;
+}
+
 /* BertForMaskedLM / RobertaForMaskedLM (modeling_bert.py,
  * modeling_roberta.py): post-LN encoder, learned absolute positions and
  * token types, exact GELU, the masked-LM head (dense, GELU, LayerNorm, a
@@ -483,6 +533,7 @@ static const struct {
 	{"gpt2", parse_gpt2},	{"gpt_neo", parse_gpt_neo}, {"opt", parse_opt},
 	{"llama", parse_llama}, {"mistral", parse_llama},   {"qwen2", parse_llama},
 	{"bert", parse_bert},	{"roberta", parse_bert},    {"t5", parse_t5},
+	{"gptj", parse_gptj},
 };
 
 static int parse_config(const char *text, size_t len, const char *file, struct hf_cfg *c,
@@ -753,6 +804,21 @@ static const char *em_ints(struct em *e, const int64_t *v, size_t n, bool scalar
 		sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t), false)
 #define INT0(v) em_ints(e, (const int64_t[]){v}, 1, true)
 
+/* A float32 vector constant, named as an exporter names its constants. */
+static const char *em_floats(struct em *e, const float *v, size_t n)
+{
+	const char *name = em_str(e, "/const/f%d", e->n_tmp++);
+	int64_t dims[1] = {(int64_t)n};
+	Onnx__TensorProto *t =
+		em_tensor(e, name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, dims, 1);
+
+	if (!t || !(t->float_data = em_alloc(e, n * sizeof(float))))
+		return name;
+	memcpy(t->float_data, v, n * sizeof(float));
+	t->n_float_data = n;
+	return name;
+}
+
 /* A floating scalar constant of dtype (float32, float16 or bfloat16). */
 static const char *em_scalar(struct em *e, double v, int dtype)
 {
@@ -807,7 +873,8 @@ struct build {
 	int lora_count;
 	const char *causal; /* [t, t] mask (bool for gpt2, float for llama) */
 	const char *minv; /* MASK_WHERE's masked value, finfo.min */
-	const char *cos, *sin; /* llama: [b, 1, t, head_dim] */
+	const char *cos, *sin; /* llama: [b, 1, t, head_dim]; gptj: [t, rd / 2] */
+	const char *pos; /* gptj: positions 0..t-1 (position_ids) */
 	const char *dropout_train; /* bool true: Dropout's training_mode */
 	/* Decoder layer l is graph nodes [seg_first[l], seg_end[l]): the
 	 * region torch.utils.checkpoint wraps (heap, c->layers each). */
@@ -1138,6 +1205,99 @@ static const char *rope(struct build *b, const char *x, const char *name)
 	return em_node(e, "Add", em_str(e, "%s/Add", name), IN(x, r), 1, NOAT);
 }
 
+/* GPTJAttention's sin and cos of one layer (embed_positions gathered at
+ * position_ids, computed inside each layer): float32 [t, rd / 2]; the
+ * table is a plain float32 attribute, not a buffer, so model.to() leaves
+ * it float32. Nothing here needs a gradient. */
+static void gptj_sincos(struct build *b, const char *an)
+{
+	struct em *e = &b->e;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	int64_t rd = b->c->rotary_dim;
+	float *inv = em_alloc(e, (size_t)(rd / 2) * sizeof(float));
+	const char *p;
+
+	if (!inv)
+		return;
+	for (int64_t j = 0; j < rd / 2; j++)
+		inv[j] = (float)(1.0 / pow(10000.0, (double)(2 * j) / (double)rd));
+	p = em_node(e, "Cast", em_str(e, "%s/rotary/Cast", an), IN(b->pos), 1,
+		    AT({"to", A_INT, fdt, 0, NULL, 0}));
+	p = em_node(e, "Unsqueeze", em_str(e, "%s/rotary/Unsqueeze", an), IN(p, INTS(-1)),
+		    1, NOAT);
+	p = em_node(e, "Mul", em_str(e, "%s/rotary/Mul", an),
+		    IN(p, em_floats(e, inv, (size_t)(rd / 2))), 1, NOAT);
+	b->sin = em_node(e, "Sin", em_str(e, "%s/rotary/Sin", an), IN(p), 1, NOAT);
+	b->cos = em_node(e, "Cos", em_str(e, "%s/rotary/Cos", an), IN(p), 1, NOAT);
+}
+
+/* repeat_interleave(t[None, :, None, :], 2, 3) as [1, 1, t, rd] (after the
+ * heads' transpose: the same elements): a copy per use */
+static const char *gptj_interleave(struct build *b, const char *t, const char *name)
+{
+	struct em *e = &b->e;
+
+	t = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze", name), IN(t, INTS(-1)), 1,
+		    NOAT);
+	t = em_node(e, "Expand", em_str(e, "%s/Expand", name), IN(t, INTS(1, 1, 2)), 1,
+		    NOAT);
+	return em_node(e, "Reshape", em_str(e, "%s/Reshape", name),
+		       IN(t, INTS(1, 1, -1, b->c->rotary_dim)), 1, NOAT);
+}
+
+/* apply_rotary_pos_emb on x[..., :rd] of x [b, heads, t, hd]:
+ * x * cos + rotate_every_two(x) * sin, rotate_every_two(x) =
+ * stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2); the float32 tables
+ * promote the products (half x cast up), and cat([rotated, x[..., rd:]])
+ * promotes the pass-through part: the result is float32. */
+static const char *gptj_rope(struct build *b, const char *x, const char *name)
+{
+	struct em *e = &b->e;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	int64_t rd = b->c->rotary_dim, hd = b->c->head_dim;
+	const char *xr = x, *x1, *x2, *r, *co, *si;
+
+	if (rd < hd)
+		xr = em_node(e, "Slice", em_str(e, "%s/Slice", name),
+			     IN(x, INTS(0), INTS(rd), INTS(3)), 1, NOAT);
+	x1 = em_node(e, "Slice", em_str(e, "%s/Slice_1", name),
+		     IN(xr, INTS(0), INTS(INT64_MAX), INTS(3), INTS(2)), 1, NOAT);
+	x2 = em_node(e, "Slice", em_str(e, "%s/Slice_2", name),
+		     IN(xr, INTS(1), INTS(INT64_MAX), INTS(3), INTS(2)), 1, NOAT);
+	x2 = em_node(e, "Neg", em_str(e, "%s/Neg", name), IN(x2), 1, NOAT);
+	x1 = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze", name), IN(x1, INTS(-1)), 1,
+		     NOAT);
+	x2 = em_node(e, "Unsqueeze", em_str(e, "%s/Unsqueeze_1", name), IN(x2, INTS(-1)),
+		     1, NOAT);
+	r = em_node(e, "Concat", em_str(e, "%s/Concat", name), IN(x2, x1), 1,
+		    AT({"axis", A_INT, -1, 0, NULL, 0}));
+	r = em_node(e, "Reshape", em_str(e, "%s/Reshape", name), IN(r, INTS(0, 0, 0, rd)),
+		    1, NOAT);
+	if (b->wdt != fdt) {
+		xr = em_node(e, "Cast", em_str(e, "%s/Cast", name), IN(xr), 1,
+			     AT({"to", A_INT, fdt, 0, NULL, 0}));
+		r = em_node(e, "Cast", em_str(e, "%s/Cast_1", name), IN(r), 1,
+			    AT({"to", A_INT, fdt, 0, NULL, 0}));
+	}
+	co = gptj_interleave(b, b->cos, em_str(e, "%s/cos", name));
+	si = gptj_interleave(b, b->sin, em_str(e, "%s/sin", name));
+	xr = em_node(e, "Mul", em_str(e, "%s/Mul", name), IN(xr, co), 1, NOAT);
+	r = em_node(e, "Mul", em_str(e, "%s/Mul_1", name), IN(r, si), 1, NOAT);
+	r = em_node(e, "Add", em_str(e, "%s/Add", name), IN(xr, r), 1, NOAT);
+	if (rd < hd) {
+		const char *xp =
+			em_node(e, "Slice", em_str(e, "%s/Slice_3", name),
+				IN(x, INTS(rd), INTS(INT64_MAX), INTS(3)), 1, NOAT);
+
+		if (b->wdt != fdt)
+			xp = em_node(e, "Cast", em_str(e, "%s/Cast_2", name), IN(xp), 1,
+				     AT({"to", A_INT, fdt, 0, NULL, 0}));
+		r = em_node(e, "Concat", em_str(e, "%s/Concat_1", name), IN(r, xp), 1,
+			    AT({"axis", A_INT, -1, 0, NULL, 0}));
+	}
+	return r;
+}
+
 /* repeat_kv: [b, kvh, t, hd] -> [b, heads, t, hd] through expand (a view)
  * and reshape (a copy, the expanded strides being zero) */
 static const char *repeat_kv(struct build *b, const char *x, const char *name)
@@ -1210,6 +1370,13 @@ enum mask_kind {
 	MASK_ADD, /* s + additive float mask (b->causal) */
 };
 
+enum rope_kind {
+	ROPE_NONE = 0,
+	ROPE_HALF, /* rotate_half over the head, b->cos / b->sin (llama) */
+	ROPE_GPTJ, /* rotate_every_two over rotary_dim, float32 tables
+		    * computed in each layer: q and k come out float32 */
+};
+
 enum softmax_kind {
 	SM_PLAIN = 0, /* softmax in the activations' dtype */
 	SM_FLOAT32, /* softmax(dtype=float32), cast back (llama) */
@@ -1223,8 +1390,9 @@ struct attn_spec {
 	 * split three ways instead (GPT-2's c_attn) */
 	const char *q, *k, *v, *o, *qkv;
 	bool conv1d, qkv_bias, o_bias;
-	bool rope; /* rotary embeddings on q and k (b->cos, b->sin) */
-	bool upcast_qk; /* q and k cast to float32 for the scores */
+	int rope; /* enum rope_kind: rotary embeddings on q and k */
+	bool upcast_qk; /* q and k cast to float32 for the scores (which
+			 * divide by a float32 sqrt(hd)) */
 	bool bidirectional; /* no causal mask (encoders): the fused kernels
 			     * run without is_causal */
 	int scale, mask, softmax;
@@ -1252,6 +1420,9 @@ struct layer_spec {
 	struct mlp_spec ff;
 	/* residual dropouts' nodes, after "/" + the layer's prefix */
 	const char *attn_drop, *mlp_drop;
+	/* ln1's output feeds attention and MLP alike, x + attn + mlp (GPT-J;
+	 * ln2 unused) */
+	bool parallel;
 };
 
 static const char *norm(struct build *b, int kind, const char *x, const char *prefix)
@@ -1290,9 +1461,13 @@ static const char *attention(struct build *b, const struct attn_spec *s, const c
 	q = split_heads(b, q, c->heads, em_str(e, "%s/q", an));
 	k = split_heads(b, k, c->kv_heads, em_str(e, "%s/k", an));
 	v = split_heads(b, v, c->kv_heads, em_str(e, "%s/v", an));
-	if (s->rope) {
+	if (s->rope == ROPE_HALF) {
 		q = rope(b, q, em_str(e, "%s/q_rope", an));
 		k = rope(b, k, em_str(e, "%s/k_rope", an));
+	} else if (s->rope == ROPE_GPTJ) {
+		gptj_sincos(b, an);
+		k = gptj_rope(b, k, em_str(e, "%s/k_rope", an));
+		q = gptj_rope(b, q, em_str(e, "%s/q_rope", an));
 	}
 	/* flash-attn reads grouped keys and values as they are; eager and
 	 * SDPA attention repeat them (repeat_kv) first */
@@ -1303,7 +1478,8 @@ static const char *attention(struct build *b, const struct attn_spec *s, const c
 	if (b->o->attention == COLLOC_ATTN_EAGER) {
 		const char *sc;
 
-		if (s->upcast_qk && b->wdt != fdt) {
+		/* GPT-J's rotated q and k are float32 already */
+		if (s->upcast_qk && b->wdt != fdt && s->rope != ROPE_GPTJ) {
 			q = em_node(e, "Cast", em_str(e, "%s/Cast", an), IN(q), 1,
 				    AT({"to", A_INT, fdt, 0, NULL, 0}));
 			k = em_node(e, "Cast", em_str(e, "%s/Cast_1", an), IN(k), 1,
@@ -1314,8 +1490,9 @@ static const char *attention(struct build *b, const struct attn_spec *s, const c
 		sc = em_node(e, "MatMul", em_str(e, "%s/MatMul", an), IN(q, k), 1, NOAT);
 		if (s->scale == SCALE_SCORES)
 			sc = em_node(e, "Div", em_str(e, "%s/Div", an),
-				     IN(sc, em_scalar(e, sqrt((double)hd), b->wdt)), 1,
-				     NOAT);
+				     IN(sc, em_scalar(e, sqrt((double)hd),
+						      s->upcast_qk ? fdt : b->wdt)),
+				     1, NOAT);
 		if (s->mask == MASK_WHERE)
 			sc = em_node(e, "Where", em_str(e, "%s/Where", an),
 				     IN(mask, sc, b->minv), 1, NOAT);
@@ -1397,7 +1574,8 @@ static const char *mlp(struct build *b, const struct mlp_spec *s, const char *h,
 }
 
 /* A pre-norm decoder layer l: x + attn(norm(x)), then + mlp(norm(x)),
- * each branch dropped out (resid_pdrop) before its residual add. */
+ * each branch dropped out (resid_pdrop) before its residual add; with
+ * ls->parallel, h = norm(x) and attn(h) + mlp(h) + x. */
 static const char *decoder_layer(struct build *b, const struct layer_spec *ls,
 				 const char *x, int64_t l)
 {
@@ -1409,6 +1587,15 @@ static const char *decoder_layer(struct build *b, const struct layer_spec *ls,
 	h = norm(b, ls->norm, x, em_str(e, "%s%s", p, ls->ln1));
 	y = attention(b, &ls->at, h, h, b->causal, em_str(e, "%s%s", p, ls->attn));
 	y = dropout(b, y, pd, em_str(e, "/%s%s", p, ls->attn_drop));
+	if (ls->parallel) {
+		const char *f = mlp(b, &ls->ff, h, em_str(e, "%s%s", p, ls->mlp));
+
+		f = dropout(b, f, pd, em_str(e, "/%s%s", p, ls->mlp_drop));
+		y = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(y, f), 1, NOAT);
+		x = em_node(e, "Add", em_str(e, "/%s/Add_1", p), IN(y, x), 1, NOAT);
+		layer_end(b, l);
+		return x;
+	}
 	x = em_node(e, "Add", em_str(e, "/%s/Add", p), IN(x, y), 1, NOAT);
 	h = norm(b, ls->norm, x, em_str(e, "%s%s", p, ls->ln2));
 	y = mlp(b, &ls->ff, h, em_str(e, "%s%s", p, ls->mlp));
@@ -1440,22 +1627,26 @@ static const char *add_positions(struct build *b, const char *pos, int64_t offse
 	return em_node(e, "Gather", em_str(e, "%s/Gather", node), IN(pe, pos), 1, NOAT);
 }
 
-/* The LM head on the final hidden states x: x @ w^T into "logits", cast
- * to float32 first when cast_logits (LlamaForCausalLM's logits.float()). */
-static void lm_head(struct build *b, const char *x, const char *w, bool cast_logits)
+/* The LM head on the final hidden states x: x @ w^T (+ the parameter
+ * bias, [vocab], when named) into "logits", cast to float32 last when
+ * cast_logits (LlamaForCausalLM's logits.float()). */
+static void lm_head(struct build *b, const char *x, const char *w, const char *bias,
+		    bool cast_logits)
 {
 	struct em *e = &b->e;
 	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	bool cast = cast_logits && b->wdt != fdt;
 
 	w = em_node(e, "Transpose", "/lm_head/Transpose", IN(w), 1,
 		    AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
-	if (!cast_logits || b->wdt == fdt) {
-		em_node(e, "MatMul", "logits", IN(x, w), 1, NOAT);
-	} else {
-		x = em_node(e, "MatMul", "/lm_head/MatMul", IN(x, w), 1, NOAT);
+	x = em_node(e, "MatMul", cast || bias ? "/lm_head/MatMul" : "logits", IN(x, w), 1,
+		    NOAT);
+	if (bias)
+		x = em_node(e, "Add", cast ? "/lm_head/Add" : "logits",
+			    IN(x, em_weight(e, bias, b->wdt, b->c->vocab, 0)), 1, NOAT);
+	if (cast)
 		em_node(e, "Cast", "logits", IN(x), 1,
 			AT({"to", A_INT, fdt, 0, NULL, 0}));
-	}
 }
 
 /* --- gpt2, gpt_neo ------------------------------------------------------------ */
@@ -1540,7 +1731,7 @@ static void build_gpt2_like(struct build *b, const struct layer_spec *ls)
 		b->minv = em_scalar(e, finfo_min(b->wdt), b->wdt);
 	x = decoder_layers(b, ls, x);
 	x = layernorm(b, x, "transformer.ln_f");
-	lm_head(b, x, wte, false);
+	lm_head(b, x, wte, NULL, false);
 }
 
 static void build_gpt2(struct build *b)
@@ -1551,6 +1742,59 @@ static void build_gpt2(struct build *b)
 static void build_gpt_neo(struct build *b)
 {
 	build_gpt2_like(b, &gpt_neo_layer);
+}
+
+/* --- gptj --------------------------------------------------------------------- */
+
+/* GPTJForCausalLM, eager attention (modeling_gptj.py): wte only, dropout;
+ * per layer ln_1 feeding GPTJAttention and GPTJMLP in parallel; bias-free
+ * q/k/v/out, rotary q and k (float32), q k^T in float32, torch.where
+ * against the causal bias (finfo(float32).min), / sqrt(hd) (float32;
+ * transformers' later code divides before masking: the same tensors),
+ * softmax, cast to v's dtype, dropout; fc_in, gelu_new, fc_out with
+ * biases; ln_f; lm_head with a bias; logits.to(float32). */
+static void build_gptj(struct build *b)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	static const struct layer_spec ls = {
+		.layers = "transformer.h",
+		.attn = ".attn",
+		.mlp = ".mlp",
+		.ln1 = ".ln_1",
+		.norm = NORM_LAYER,
+		.at = {.q = "q_proj",
+		       .k = "k_proj",
+		       .v = "v_proj",
+		       .o = "out_proj",
+		       .rope = ROPE_GPTJ,
+		       .upcast_qk = true,
+		       .scale = SCALE_SCORES,
+		       .mask = MASK_WHERE,
+		       .softmax = SM_CAST_BACK,
+		       .drop = "/attn_dropout/Dropout"},
+		.ff = {.act = ACT_GELU_NEW,
+		       .up = "fc_in",
+		       .down = "fc_out",
+		       .bias = true},
+		.attn_drop = ".attn/resid_dropout/Dropout",
+		.mlp_drop = ".mlp/dropout/Dropout",
+		.parallel = true,
+	};
+	const char *shape, *x, *wte;
+
+	wte = em_weight(e, "transformer.wte.weight", b->wdt, c->vocab, c->hidden);
+	b->pos = positions(b, &shape);
+	b->causal = causal_bool(b, b->pos);
+	b->minv = em_scalar(e, finfo_min(fdt), fdt);
+	x = em_node(e, "Gather", "/transformer/wte/Gather", IN(wte, "input_ids"), 1,
+		    NOAT);
+	x = dropout(b, x, c->embd_pdrop, "/transformer/drop/Dropout");
+	x = decoder_layers(b, &ls, x);
+	x = layernorm(b, x, "transformer.ln_f");
+	lm_head(b, x, em_weight(e, "lm_head.weight", b->wdt, c->vocab, c->hidden),
+		"lm_head.bias", true);
 }
 
 /* --- opt ---------------------------------------------------------------------- */
@@ -1604,7 +1848,7 @@ static void build_opt(struct build *b)
 		    1, NOAT);
 	x = decoder_layers(b, &ls, x);
 	x = layernorm(b, x, "model.decoder.final_layer_norm");
-	lm_head(b, x, emb, false);
+	lm_head(b, x, emb, NULL, false);
 }
 
 /* --- llama -------------------------------------------------------------------- */
@@ -1629,7 +1873,7 @@ static void build_llama(struct build *b)
 		       .v = "v_proj",
 		       .o = "o_proj",
 		       .qkv_bias = c->qkv_bias,
-		       .rope = true,
+		       .rope = ROPE_HALF,
 		       .scale = SCALE_SCORES,
 		       .mask = MASK_ADD,
 		       .softmax = SM_FLOAT32,
@@ -1662,7 +1906,7 @@ static void build_llama(struct build *b)
 	lm_head(b, x,
 		c->tied ? emb
 			: em_weight(e, "lm_head.weight", b->wdt, c->vocab, c->hidden),
-		true);
+		NULL, true);
 }
 
 /* --- bert, roberta ------------------------------------------------------------- */
@@ -2085,7 +2329,7 @@ static void build_t5(struct build *b)
 	lm_head(b, x,
 		c->tied ? emb
 			: em_weight(e, "lm_head.weight", b->wdt, c->vocab, c->hidden),
-		false);
+		NULL, false);
 }
 
 /* --- the model ------------------------------------------------------------- */
@@ -2316,6 +2560,8 @@ static int build_graph(const struct hf_cfg *c, const struct colloc_model_opts *o
 		build_bert(&b);
 	else if (c->family == FAM_T5)
 		build_t5(&b);
+	else if (c->family == FAM_GPTJ)
+		build_gptj(&b);
 	else
 		build_llama(&b);
 	*lora_count = b.lora_count;
@@ -2358,6 +2604,12 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 				       "%s: t5 adds a learned position bias to the "
 				       "scores: eager attention only (transformers "
 				       "has no sdpa or flash attention for T5)",
+				       file);
+	if (c.family == FAM_GPTJ && o->attention != COLLOC_ATTN_EAGER)
+		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				       "%s: gptj is built with eager attention only "
+				       "(its float32 rotary q and k are not modelled "
+				       "for the fused kernels)",
 				       file);
 	if (c.family == FAM_BERT && o->attention == COLLOC_ATTN_FLASH)
 		return colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
