@@ -195,12 +195,13 @@ static void print_table_seeds(const struct colloc_sim_result *r, int n_pol, int 
 		printf(" %17s", seed_cols[c].head);
 	printf("\n");
 	for (int k = 0; k < n_pol; k++) {
-		printf("%-17s", colloc_policy_name(r[k * n_seeds].policy));
+		printf("%-17s",
+		       colloc_policy_name(r[(size_t)k * (size_t)n_seeds].policy));
 		for (size_t c = 0; c < sizeof(seed_cols) / sizeof(seed_cols[0]); c++) {
 			char cell[64];
 			double m, sd;
 
-			colloc_sim_metric_stats(&r[k * n_seeds], n_seeds,
+			colloc_sim_metric_stats(&r[(size_t)k * (size_t)n_seeds], n_seeds,
 						metric_index(seed_cols[c].metric), &m,
 						&sd);
 			snprintf(cell, sizeof(cell), "%.*f±%.*f", seed_cols[c].decimals,
@@ -228,7 +229,7 @@ static int print_json_seeds(const char *trace, const char *cluster,
 				(double)(seed_lo + (uint64_t)n_seeds - 1));
 	arr = cJSON_AddArrayToObject(root, "policies");
 	for (int k = 0; k < n_pol; k++) {
-		const struct colloc_sim_result *x = &r[k * n_seeds];
+		const struct colloc_sim_result *x = &r[(size_t)k * (size_t)n_seeds];
 		cJSON *o = cJSON_CreateObject(), *mean, *sd, *seeds;
 
 		cJSON_AddStringToObject(o, "policy", colloc_policy_name(x->policy));
@@ -719,7 +720,7 @@ int cmd_sim(int argc, char **argv)
 		}
 	/* Plots and single-seed outputs: each policy's first seed. */
 	for (int k = 0; k < n_pol; k++)
-		first[k] = res[k * n_seeds];
+		first[k] = res[(size_t)k * (size_t)n_seeds];
 	if (plot_dir) {
 		char title[512];
 

@@ -110,7 +110,8 @@ int cli_sim_fill(const struct cli_sim_fill_args *a)
 		       "at 90%", "at 100%", "at end", "failed", "frag%", "held%");
 	}
 	for (int p = 0; p < a->n_policies; p++) {
-		const struct colloc_sim_fill_result *r = &res[p * n_seeds];
+		const struct colloc_sim_fill_result *r =
+			&res[(size_t)p * (size_t)n_seeds];
 		int end = last_level(r, n_seeds);
 		double m[4], sd[4], failed[CLI_SIM_MAX_SEEDS], frag[CLI_SIM_MAX_SEEDS],
 			held[CLI_SIM_MAX_SEEDS], fm, fsd, gm, gsd, hm, hsd;

@@ -178,7 +178,9 @@ struct summ {
 	bool all_empty;
 };
 
-struct pass {
+/* One per pass, on the stack: its fields stay grouped by what they are
+ * for rather than packed by size. */
+struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	const struct colloc_sched_config *cfg;
 	int n; /* GPUs */
 	struct wgpu *w;

@@ -117,7 +117,7 @@ static uint64_t rng_next(uint64_t *s)
 /* Uniform in [0, n), n > 0 (the modulo bias is below 2^-40 here). */
 static size_t rng_below(uint64_t *s, size_t n)
 {
-	return (size_t)(rng_next(s) % (uint64_t)n);
+	return n ? (size_t)(rng_next(s) % (uint64_t)n) : 0;
 }
 
 /* --- state --------------------------------------------------------------- */
@@ -494,7 +494,7 @@ static int workload(struct fill *f, const struct colloc_trace *t, uint64_t cap_m
 	uint64_t total = 0;
 	int rc;
 
-	if (!sorted || !w || (rc = by_id(t, sorted))) {
+	if (!sorted || !w || by_id(t, sorted) != 0) {
 		free(sorted);
 		free(w);
 		return -ENOMEM;
@@ -517,7 +517,7 @@ static int workload(struct fill *f, const struct colloc_trace *t, uint64_t cap_m
 			memmove(w + k, w + k + 1, (len - k - 1) * sizeof(*w));
 			len--;
 		}
-		while ((double)total < target) {
+		while (n > 0 && (double)total < target) {
 			size_t k = sorted[rng_below(&f->rng, n)];
 			const struct colloc_trace_job *tj = &t->jobs[k];
 			uint64_t per_gpu =

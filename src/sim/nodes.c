@@ -160,7 +160,7 @@ static int header(struct nreader *r, char **f, size_t n)
 static int row(struct nreader *r, char **f, size_t n)
 {
 	struct colloc_sim_node nd;
-	int64_t v;
+	int64_t v = 0;
 	int rc;
 
 	if (n != r->n_fields)

@@ -105,7 +105,7 @@ int colloc_sim_write_csv_stats(FILE *f, const struct colloc_sim_result *r, int n
 		fprintf(f, ",%s", metric_names[i]);
 	fprintf(f, "\n");
 	for (int p = 0; p < n_policies; p++) {
-		const struct colloc_sim_result *x = &r[p * n_seeds];
+		const struct colloc_sim_result *x = &r[(size_t)p * (size_t)n_seeds];
 		double m[N_METRICS], sd[N_METRICS];
 
 		for (int i = 0; i < N_METRICS; i++)
