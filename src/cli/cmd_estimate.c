@@ -832,18 +832,12 @@ int cmd_estimate(int argc, char **argv)
 			"give --seq N to the first or --batch N to the second");
 		return CLI_USAGE;
 	}
-	if (a.max_seq && !a.opts.gpu_memory_bytes)
+	/* Both searches fit one GPU: --gpu-memory, else the platform's. */
+	if ((a.max_batch || a.max_seq) && !a.opts.gpu_memory_bytes)
 		a.opts.gpu_memory_bytes = a.plat.gpu_memory_bytes;
-	if (a.max_seq && !a.opts.gpu_memory_bytes) {
-		cli_error("--max-seq needs --gpu-memory SIZE (or a --platform with a "
-			  "GPU size)");
-		return CLI_USAGE;
-	}
-	if (a.max_batch && !a.opts.gpu_memory_bytes)
-		a.opts.gpu_memory_bytes = a.plat.gpu_memory_bytes;
-	if (a.max_batch && !a.opts.gpu_memory_bytes) {
-		cli_error("--max-batch needs --gpu-memory SIZE (or a --platform with a "
-			  "GPU size)");
+	if ((a.max_batch || a.max_seq) && !a.opts.gpu_memory_bytes) {
+		cli_error("%s needs --gpu-memory SIZE (or a --platform with a GPU size)",
+			  a.max_seq ? "--max-seq" : "--max-batch");
 		return CLI_USAGE;
 	}
 	if ((rc = cli_model_open(argv[optind], &a.model_opts, &m)))

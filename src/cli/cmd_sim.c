@@ -115,11 +115,23 @@ static void print_table(const struct colloc_sim_result *r, int n)
 	}
 }
 
+/* Print root as one line and free it: CLI_OK, or CLI_ERROR out of memory. */
+static int put_json(cJSON *root)
+{
+	char *text = cJSON_PrintUnformatted(root);
+
+	cJSON_Delete(root);
+	if (!text)
+		return CLI_ERROR;
+	puts(text);
+	free(text);
+	return CLI_OK;
+}
+
 static int print_json(const char *trace, const char *cluster,
 		      const struct colloc_sim_result *r, int n)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
-	char *text;
 
 	cJSON_AddStringToObject(root, "trace", trace);
 	cJSON_AddStringToObject(root, "cluster", cluster);
@@ -157,13 +169,7 @@ static int print_json(const char *trace, const char *cluster,
 		cJSON_AddNumberToObject(o, "sim_wall_s", x->sim_wall_s);
 		cJSON_AddItemToArray(arr, o);
 	}
-	text = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	if (!text)
-		return CLI_ERROR;
-	puts(text);
-	free(text);
-	return CLI_OK;
+	return put_json(root);
 }
 
 /* The columns of the table over seeds: metric names of
@@ -220,7 +226,6 @@ static int print_json_seeds(const char *trace, const char *cluster,
 			    uint64_t seed_lo)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
-	char *text;
 
 	cJSON_AddStringToObject(root, "trace", trace);
 	cJSON_AddStringToObject(root, "cluster", cluster);
@@ -255,13 +260,7 @@ static int print_json_seeds(const char *trace, const char *cluster,
 		}
 		cJSON_AddItemToArray(arr, o);
 	}
-	text = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	if (!text)
-		return CLI_ERROR;
-	puts(text);
-	free(text);
-	return CLI_OK;
+	return put_json(root);
 }
 
 /* `--kinds`: what every job kind is on this cluster's GPU type, exactly as

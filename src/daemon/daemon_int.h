@@ -166,6 +166,10 @@ struct cd_daemon {
  * it is usable again (a vanished or replaced one needs a restart). */
 void cd__state_check(struct cd_daemon *d);
 
+/* limits.c: cut back the logs of running jobs past log_max (at a sample:
+ * it stats each running job's log). */
+void cd__enforce_log_caps(struct cd_daemon *d);
+
 /* finish.c: remove the killed jobs' cgroups that were still busy. */
 void cd__cgroup_sweep(struct cd_daemon *d);
 void cd__logf(struct cd_daemon *d, const char *fmt, ...)

@@ -173,11 +173,12 @@ static void enforce_overuse(struct cd_daemon *d)
 /*
  * A running job's log that grew past log_max is cut back to a note saying
  * so: the job keeps writing after it (the log is opened O_APPEND), and the
- * state filesystem does not fill up under every other job. The run
+ * state filesystem does not fill up under every other job. A stat per
+ * running job: once per sample (cd_daemon_tick), not every tick. The run
  * remembers it, so that the OOM scan of its end reads the log from its
  * start (finish.c).
  */
-static void enforce_log_caps(struct cd_daemon *d)
+void cd__enforce_log_caps(struct cd_daemon *d)
 {
 	if (d->cfg.log_max_bytes == 0)
 		return;
@@ -256,6 +257,5 @@ void cd__enforce_limits(struct cd_daemon *d)
 {
 	enforce_time_limits(d);
 	enforce_overuse(d);
-	enforce_log_caps(d);
 	enforce_retention(d);
 }

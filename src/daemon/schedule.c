@@ -503,6 +503,7 @@ int64_t cd_daemon_tick(struct cd_daemon *d, bool force_sample)
 		cd__state_check(d);
 		cd__check_supervisors(d);
 		cd__cgroup_sweep(d);
+		cd__enforce_log_caps(d);
 		cd__sample(d);
 		d->last_sample_ms = now_ms;
 		/* Usage changed and reservations may have lapsed: that can

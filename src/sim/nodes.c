@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "colloc/sim_fill.h"
+#include "sim/trace_int.h"
 
 #define MAX_BYTES ((size_t)64 << 20)
 #define LINE_MAX_BYTES 4096
@@ -39,17 +40,14 @@ static int fail(const struct nreader *r, int col, const char *fmt, ...)
 
 static int fail(const struct nreader *r, int col, const char *fmt, ...)
 {
-	char what[COLLOC_DIAG_MAX];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	rc = colloc__line_vfail(r->diag, r->name, r->line, col < 0 ? NULL : col_name[col],
+				fmt, ap);
 	va_end(ap);
-	if (col < 0)
-		return colloc_diag_set(r->diag, COLLOC_EFORMAT, "%s:%zu: %s", r->name,
-				       r->line, what);
-	return colloc_diag_set(r->diag, COLLOC_EFORMAT, "%s:%zu: column '%s': %s",
-			       r->name, r->line, col_name[col], what);
+	return rc;
 }
 
 /* A decimal integer in [0, max]. */

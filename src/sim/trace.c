@@ -47,19 +47,29 @@ static const struct colloc__trace_format *const formats[] = {
 
 /* --- field parsers ------------------------------------------------------- */
 
-int colloc__trace_fail(const struct colloc__trace_row *row, int col, const char *fmt, ...)
+int colloc__line_vfail(struct colloc_diag *diag, const char *name, size_t line,
+		       const char *col, const char *fmt, va_list ap)
 {
 	char what[COLLOC_DIAG_MAX];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	if (!col)
+		return colloc_diag_set(diag, COLLOC_EFORMAT, "%s:%zu: %s", name, line,
+				       what);
+	return colloc_diag_set(diag, COLLOC_EFORMAT, "%s:%zu: column '%s': %s", name,
+			       line, col, what);
+}
+
+int colloc__trace_fail(const struct colloc__trace_row *row, int col, const char *fmt, ...)
+{
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	rc = colloc__line_vfail(row->diag, row->name, row->line,
+				col < 0 ? NULL : row->fmt->columns[col], fmt, ap);
 	va_end(ap);
-	if (col < 0)
-		return colloc_diag_set(row->diag, COLLOC_EFORMAT, "%s:%zu: %s", row->name,
-				       row->line, what);
-	return colloc_diag_set(row->diag, COLLOC_EFORMAT, "%s:%zu: column '%s': %s",
-			       row->name, row->line, row->fmt->columns[col], what);
+	return rc;
 }
 
 bool colloc__trace_empty(const struct colloc__trace_row *row, int col)

@@ -10,6 +10,7 @@
 #ifndef COLLOC_SIM_TRACE_INT_H
 #define COLLOC_SIM_TRACE_INT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,13 @@ extern const struct colloc__trace_format colloc__trace_csv;
 
 /* "NAME:LINE: column 'COL': " followed by the formatted text, into
  * row->diag; returns COLLOC_EFORMAT. */
+/* "NAME:LINE: WHAT" or, with col (not NULL), "NAME:LINE: column 'COL':
+ * WHAT", WHAT formatted from fmt and ap, as COLLOC_EFORMAT into diag: the
+ * message every line-oriented reader of src/sim gives. */
+int colloc__line_vfail(struct colloc_diag *diag, const char *name, size_t line,
+		       const char *col, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
+
 int colloc__trace_fail(const struct colloc__trace_row *row, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
