@@ -63,7 +63,7 @@ table() {
 		}' "$1"
 }
 
-# verdict NAME FILE LOAD POLICY: POLICY (estimate-aware, or its soft-bound
+# verdict NAME FILE LOAD POLICY: POLICY (estimate-aware, or its hard-bound
 # variant) against the strongest other policy
 # (lowest mean JCT, failed jobs counted) on the issue's bar: makespan <=
 # 1.01x, mean JCT <= 1.02x, p99 JCT <= 1.05x.
@@ -92,18 +92,18 @@ sweep() {
 	for load in $loads; do
 		"$colloc" sim --trace "$trace" --cluster "$cluster" --policy "$policies" \
 			--load "$load" --seeds "$seeds" --csv >"$dir/load-$load.csv"
-		# estimate-aware with its bound as a preference (--soft-bound)
+		# estimate-aware with its bound as a gate (--hard-bound)
 		"$colloc" sim --trace "$trace" --cluster "$cluster" --policy estimate-aware \
-			--soft-bound --load "$load" --seeds "$seeds" --csv |
-			awk -F, -v OFS=, 'NR > 1 { $1 = "estimate-aware/soft"; print }' \
+			--hard-bound --load "$load" --seeds "$seeds" --csv |
+			awk -F, -v OFS=, 'NR > 1 { $1 = "estimate-aware/hard"; print }' \
 				>>"$dir/load-$load.csv"
 		verdict "$name" "$dir/load-$load.csv" "$load" estimate-aware >>"$tmp/verdict"
-		verdict "$name" "$dir/load-$load.csv" "$load" estimate-aware/soft >>"$tmp/verdict"
+		verdict "$name" "$dir/load-$load.csv" "$load" estimate-aware/hard >>"$tmp/verdict"
 		[ "$full" = yes ] || continue
 		table "$dir/load-$load.csv" "$load" >>"$tmp/table"
 		# mean JCT and makespan against exclusive, per policy, for the
 		# ratio-vs-load plot
-		for p in $(echo "$policies,estimate-aware/soft" | tr , ' '); do
+		for p in $(echo "$policies,estimate-aware/hard" | tr , ' '); do
 			j0=$(col "$dir/load-$load.csv" exclusive mean mean_jct_all_s)
 			m0=$(col "$dir/load-$load.csv" exclusive mean makespan_s)
 			j=$(col "$dir/load-$load.csv" "$p" mean mean_jct_all_s)
@@ -115,7 +115,7 @@ sweep() {
 		rm -rf "$dir"
 		return
 	fi
-	for p in $(echo "$policies,estimate-aware/soft" | tr , ' '); do
+	for p in $(echo "$policies,estimate-aware/hard" | tr , ' '); do
 		awk -v p="$p" '$1 == p { printf "%s %.4f %.4f\n", $2, $3 / $4, $5 / $6 }' \
 			"$tmp/ratio.dat" >"$dir/ratio_$(echo "$p" | tr / -).dat"
 	done
@@ -131,11 +131,11 @@ sweep() {
 		echo "set xlabel 'offered load'; set ylabel 'ratio to exclusive'"
 		printf "plot "
 		sep=""
-		for p in $(echo "$policies,estimate-aware/soft" | tr , ' '); do
+		for p in $(echo "$policies,estimate-aware/hard" | tr , ' '); do
 			printf "%s'ratio_%s.dat' using 1:2 with linespoints lw 2 title '%s JCT'" "$sep" "$(echo "$p" | tr / -)" "$p"
 			sep=", "
 		done
-		for p in exclusive least-utilized estimate-aware estimate-aware-soft; do
+		for p in exclusive least-utilized estimate-aware estimate-aware-hard; do
 			printf "%s'ratio_%s.dat' using 1:3 with lines dt 2 title '%s makespan'" "$sep" "$p" "$p"
 		done
 		echo

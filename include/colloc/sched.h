@@ -17,8 +17,10 @@
  *    avoids the start-up race where several jobs see the same "free" GPU);
  *    placements made earlier in the same pass count the same way;
  *  - `estimate-aware` also requires the GPU's predicted activity (the sum
- *    of its jobs' predictions) plus the job's to stay <= util_bound
- *    (unless util_soft: then it only prefers such GPUs);
+ *    of its jobs' predictions) plus the job's to stay <= util_bound; with
+ *    util_soft (the default) a job of known walltime for which no such
+ *    GPU fits may go beyond it while sharing costs it less than waiting
+ *    for empty GPUs would (see colloc_sched_config.util_soft);
  *  - `request` and `fgd` also require the declared shares (gpu_milli) on
  *    the GPU plus the job's to stay <= 1000;
  *  - a multi-GPU job gets all its GPUs on one node;
@@ -154,17 +156,22 @@ struct colloc_sched_config {
 	 * classes of the pass's own queue, one count per job. Not owned. */
 	const struct colloc_sched_class *classes;
 	int n_classes;
-	/* estimate-aware: the bound is a preference, not a gate. A GPU whose
-	 * combined predicted activity stays within util_bound always scores
-	 * better than one beyond it (the score orders by that sum), and one
-	 * beyond is taken only when no GPU within the bound fits the job;
-	 * memory and headroom still gate. false (the default): beyond the
-	 * bound a GPU is no candidate, and the job waits. */
+	/* estimate-aware: the bound yields to a long wait (the default). A
+	 * GPU whose combined predicted activity stays within util_bound always
+	 * scores better than one beyond it (the score orders by that sum); one
+	 * beyond is taken only when no GPU within the bound fits the job, and
+	 * only as far beyond as sharing costs the job less than waiting: up to
+	 * 1 + W / T, T its walltime and W the wait for GPUs that run nothing
+	 * (sharing a GPU at combined activity A runs it about A times slower).
+	 * A job of unknown walltime (0) keeps util_bound as a gate; memory and
+	 * headroom always gate. false: the bound gates every job, and a job
+	 * beyond it waits. */
 	bool util_soft;
 };
 
-/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0, backfill on with
- * the starvation rule, 30 minutes before a waiting job stops backfilling. */
+/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0 (soft: util_soft),
+ * backfill on with the starvation rule, 30 minutes before a waiting job
+ * stops backfilling. */
 void colloc_sched_config_init(struct colloc_sched_config *cfg);
 
 /*

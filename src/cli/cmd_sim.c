@@ -49,8 +49,11 @@ static const char sim_usage[] =
 	"  --est-error X       sigma of true peak / estimate (0.05)\n"
 	"  --util-bound X      estimate-aware: max summed predicted activity per GPU "
 	"(1.0)\n"
-	"  --soft-bound        estimate-aware: the bound ranks GPUs instead of gating\n"
-	"                      them (within it first; beyond it rather than wait)\n"
+	"  --hard-bound        estimate-aware: the bound gates every job (a job for\n"
+	"                      which no GPU within it fits waits). Default: soft, a\n"
+	"                      job goes beyond it where sharing costs it less than\n"
+	"                      waiting for empty GPUs (walltime x (A - 1) < wait)\n"
+	"  --soft-bound        the default bound, named (as collocd's util_bound_soft)\n"
 	"  --backfill RULE     easy (EASY backfill: a reservation for the queue head,\n"
 	"                      the default), starve (hold the line after 30 min, as\n"
 	"                      collocd) or off (strict queue order)\n"
@@ -469,6 +472,7 @@ int cmd_sim(int argc, char **argv)
 		{"seeds", required_argument, NULL, 'S'},
 		{"load", required_argument, NULL, 'L'},
 		{"soft-bound", no_argument, NULL, 'W'},
+		{"hard-bound", no_argument, NULL, 'D'},
 		{"fill", no_argument, NULL, 'F'},
 		{"fill-to", required_argument, NULL, 'T'},
 		{"fill-order", required_argument, NULL, 'O'},
@@ -588,6 +592,9 @@ int cmd_sim(int argc, char **argv)
 			break;
 		case 'W':
 			so.sched.util_soft = true;
+			break;
+		case 'D':
+			so.sched.util_soft = false;
 			break;
 		case 'L': {
 			char *end;

@@ -221,6 +221,9 @@ void cd__requeue_reset(struct cd_job *job);
  * call and then daily, delete finished jobs older than cfg.retention_ms
  * with their logs. Called from every tick. */
 void cd__enforce_limits(struct cd_daemon *d);
+/* When running job j's time limit started counting (monotonic ms): its
+ * launch, or for a job collocd took over, dated by the wall clock. */
+int64_t cd__limit_start(struct cd_daemon *d, const struct cd_job *j);
 
 /* schedule.c */
 void cd__schedule(struct cd_daemon *d);

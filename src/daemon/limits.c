@@ -25,7 +25,7 @@
 #define RETENTION_SWEEP_MS ((int64_t)86400 * 1000)
 
 /* When running job *j's time limit started counting (monotonic). */
-static int64_t limit_start(struct cd_daemon *d, const struct cd_job *j)
+int64_t cd__limit_start(struct cd_daemon *d, const struct cd_job *j)
 {
 	const struct run_stat *r = cd__run_find(d, j->id);
 	int64_t ran;
@@ -92,7 +92,7 @@ static void enforce_time_limits(struct cd_daemon *d)
 		if (j->state != CD_JOB_RUNNING || j->time_limit_ms <= 0 ||
 		    j->cancel_requested)
 			continue;
-		ran = d->now.mono_ms - limit_start(d, j);
+		ran = d->now.mono_ms - cd__limit_start(d, j);
 		if (ran >= j->time_limit_ms && stop_overdue(d, j, ran))
 			check = true;
 	}

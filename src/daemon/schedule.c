@@ -363,6 +363,17 @@ void cd__schedule(struct cd_daemon *d)
 	schedule_pass(d);
 }
 
+/* A running job on GPU g ends by end (monotonic ms; -1: unknown): g
+ * empties by the latest end of its jobs, or at an unknown time (-1 until
+ * the pass turns it into the scheduler's 0) once one of them is unknown. */
+static void note_busy(struct colloc_sched_gpu *g, int64_t end)
+{
+	if (g->busy_until_ms < 0)
+		return;
+	if (end < 0 || end > g->busy_until_ms)
+		g->busy_until_ms = end;
+}
+
 static void schedule_pass(struct cd_daemon *d)
 {
 	struct colloc_diag diag = {{0}};
@@ -439,11 +450,20 @@ static void schedule_pass(struct cd_daemon *d)
 			q->priority = j->priority;
 			q->submit_ms = d->act[k].submit_mono_ms; /* monotonic, as now */
 			q->exclusive = j->exclusive;
+			/* Its time limit bounds how long it runs: what the soft
+			 * bound weighs sharing against (0: unknown, gated). */
+			q->walltime_ms = j->time_limit_ms;
 		} else {
 			struct colloc_sched_running *r = &rs[n_r];
 			const struct run_stat *s = cd__run_find(d, j->id);
 			bool ok = true;
+			int64_t end;
 
+			/* It ends by its time limit at the latest; none: when
+			 * its GPUs empty is unknown. */
+			end = j->time_limit_ms > 0
+				      ? cd__limit_start(d, j) + j->time_limit_ms
+				      : -1;
 			memset(r, 0, sizeof(*r));
 			r->job_id = j->id;
 			r->n_gpus = j->n_assigned;
@@ -458,6 +478,8 @@ static void schedule_pass(struct cd_daemon *d)
 				ok = ok && r->gpus[i] >= 0;
 				if (used > r->mem_used_bytes)
 					r->mem_used_bytes = used;
+				if (r->gpus[i] >= 0)
+					note_busy(&gs[r->gpus[i]], end);
 			}
 			r->at_peak = s ? cd__at_peak(d, j->mem_need_bytes,
 						     s->start_mono_ms, r->mem_used_bytes)
@@ -466,6 +488,9 @@ static void schedule_pass(struct cd_daemon *d)
 				n_r++;
 		}
 	}
+	for (size_t k = 0; k < d->n_slots; k++)
+		if (gs[k].busy_until_ms < 0)
+			gs[k].busy_until_ms = 0; /* a job without a limit */
 	/* Until a pass has started them all, every sample asks for one. */
 	d->queued_left = n_q > 0;
 	if (n_q == 0)

@@ -72,6 +72,7 @@ void colloc_sched_config_init(struct colloc_sched_config *cfg)
 	cfg->backfill = true;
 	cfg->backfill_rule = COLLOC_BACKFILL_STARVE;
 	cfg->starve_ms = (int64_t)30 * 60 * 1000;
+	cfg->util_soft = true;
 }
 
 uint64_t colloc_sched_reserved_bytes(uint64_t need_bytes, uint64_t used_bytes,
@@ -180,6 +181,19 @@ struct summ {
 
 /* One per pass, on the stack: its fields stay grouped by what they are
  * for rather than packed by size. */
+/*
+ * estimate-aware's bound for one job (job_bound()): on GPU g it is
+ * max(util_bound, 1 + w / min(t, max(R_g, w))), R_g the time until g's jobs
+ * end, when soft; lo and hi are its least and largest over the GPUs (the
+ * searches prune with hi, candidate() checks g's own). Not soft: lo = hi
+ * on every GPU.
+ */
+struct jbound {
+	double lo, hi;
+	double w, t; /* the wait for empty GPUs and the walltime, ms (soft) */
+	bool soft;
+};
+
 struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	const struct colloc_sched_config *cfg;
 	int n; /* GPUs */
@@ -228,10 +242,11 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 		int milli; /* its share, where the policy reads shares */
 		bool excl;
 		bool late; /* could not use the head's reserved GPUs */
-		double bound; /* its activity bound (p->cur_bound) */
+		struct jbound b; /* its activity bounds (p->cur) */
 	} fails[16];
-	/* estimate-aware: the bound on combined predicted activity for the
-	 * job being placed (job_bound()). */
+	/* estimate-aware: the bounds on combined predicted activity for the
+	 * job being placed (job_bound()); cur_bound is cur.hi. */
+	struct jbound cur;
 	double cur_bound;
 	int n_fails;
 	int resv_n; /* reserved GPUs, at resv_g[] */
@@ -307,6 +322,14 @@ static bool late(const struct pass *p, const struct colloc_sched_job *j)
 	       p->now > p->shadow - j->walltime_ms;
 }
 
+/* Whether bounds a are at least b on every GPU: max(u, 1 + w / min(t,
+ * max(R, w))) grows with w and shrinks with t, whatever R is. */
+static bool bound_covers(const struct jbound *a, const struct jbound *b)
+{
+	return b->hi <= a->lo ||
+	       (a->soft && b->soft && b->w <= a->w && b->t >= a->t && b->hi <= a->hi);
+}
+
 static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 {
 	bool lj = late(p, j);
@@ -317,7 +340,7 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
 		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
 		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli) &&
-		    f->bound >= p->cur_bound)
+		    bound_covers(&f->b, &p->cur))
 			return true;
 	}
 	return false;
@@ -327,11 +350,13 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 {
 	/* Shares bound only the policies that read them: elsewhere every
 	 * job's counts as the least, so failures keep dominating. */
-	struct failpt nf = {
-		j->mem_need_bytes, j->util_pred,
-		j->n_gpus,	   by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
-		j->exclusive,	   late(p, j),
-		p->cur_bound};
+	struct failpt nf = {j->mem_need_bytes,
+			    j->util_pred,
+			    j->n_gpus,
+			    by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
+			    j->exclusive,
+			    late(p, j),
+			    p->cur};
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
@@ -341,7 +366,7 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 		if (!(nf.need <= f->need && nf.util <= f->util &&
 		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
 		      (!nf.late || f->late) && nf.milli <= f->milli &&
-		      nf.bound >= f->bound))
+		      bound_covers(&nf.b, &f->b)))
 			p->fails[w++] = *f;
 	}
 	p->n_fails = w;
@@ -363,6 +388,24 @@ static bool sat_fits(uint64_t need, uint64_t headroom, uint64_t free_bytes)
 	return need <= free_bytes && headroom <= free_bytes - need;
 }
 
+/* The current job's activity bound on GPU g (struct jbound). */
+static double gpu_bound(const struct pass *p, int g)
+{
+	const struct jbound *b = &p->cur;
+	int64_t avail = p->w[g].avail;
+	double r, d, v;
+
+	if (!b->soft)
+		return b->hi;
+	r = avail == INT64_MAX ? HUGE_VAL : (double)(avail > p->now ? avail - p->now : 0);
+	d = r > b->w ? r : b->w;
+	d = d < b->t ? d : b->t;
+	v = 1.0 + b->w / d;
+	if (v < b->lo)
+		v = b->lo; /* rounding: never below the least */
+	return v > b->hi ? b->hi : v;
+}
+
 /* Can job j use GPU g at all? */
 static bool candidate(const struct pass *p, const struct colloc_sched_job *j, int g)
 {
@@ -378,7 +421,7 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 	if (!sat_fits(j->mem_need_bytes, p->cfg->headroom_bytes, free_of(p, g)))
 		return false;
 	if (ea_gated(p->cfg) && w->jobs > 0 &&
-	    w->pred + j->util_pred > p->cur_bound + 1e-9)
+	    w->pred + j->util_pred > gpu_bound(p, g) + 1e-9)
 		return false;
 	if (by_request(p->cfg) && w->milli + share_of(j->gpu_milli) > 1000)
 		return false;
@@ -1084,32 +1127,42 @@ static void search_nodes(const struct pass *p, const struct want *q, size_t k, i
 }
 
 /*
- * estimate-aware's bound for job j (util_soft): beyond util_bound, a GPU
+ * estimate-aware's bounds for job j (util_soft): beyond util_bound, a GPU
  * whose combined predicted activity A (with j) exceeds 1 runs j about A
- * times slower (the jobs share what the GPU can do); waiting W for GPUs
- * that run nothing costs W. So j may go where T x (A - 1) < W, T its
- * walltime: the bound is max(util_bound, 1 + W / T). W is when the GPUs j
- * would fit empty are expected to run nothing (as for a reservation);
- * unknown walltimes or ends share as soon as memory fits.
+ * times slower (the jobs share what the GPU can do) for as long as it
+ * shares: at most j's walltime T, and, on GPU g, about until g's jobs end
+ * (R_g; when they end later than W, W at most matters). Waiting W for GPUs
+ * that run nothing costs W. So j may go to g where
+ * (A - 1) x min(T, max(R_g, W)) < W: the bound on g is max(util_bound,
+ * 1 + W / min(T, max(R_g, W))), between 1 + W / T and 1 + W / min(T, W).
+ * W is when the GPUs j would fit empty are expected to run nothing (as for
+ * a reservation). A job of unknown walltime could lose without limit by
+ * sharing: its bound is util_bound, as if gated. Unknown ends make W
+ * unbounded: a job whose walltime is known then shares as soon as memory
+ * fits.
  */
 static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
 		       uint64_t min_free, int *node);
 static int node_earliest(const struct pass *p, const struct colloc_sched_job *j, int nk,
 			 uint64_t min_free, int want, int64_t *t, int *g_of);
 
-static double job_bound(struct pass *p, const struct colloc_sched_job *j)
+static struct jbound job_bound(struct pass *p, const struct colloc_sched_job *j)
 {
 	const struct colloc_sched_config *cfg = p->cfg;
 	int64_t t[COLLOC_SCHED_MAX_GPUS], best = INT64_MAX;
 	int g_of[COLLOC_SCHED_MAX_GPUS], nk, n = j->n_gpus;
 	uint64_t min_free;
-	double w, b;
+	struct jbound r = {cfg->util_bound, cfg->util_bound, 0, 0, false};
+	double w, tw, lo, hi;
 
-	if (!cfg->util_soft || cfg->policy != COLLOC_POLICY_ESTIMATE_AWARE)
-		return cfg->util_bound;
-	if (j->walltime_ms <= 0 || n < 1 || n > COLLOC_SCHED_MAX_GPUS ||
-	    j->mem_need_bytes > UINT64_MAX - cfg->headroom_bytes)
-		return HUGE_VAL;
+	if (!cfg->util_soft || cfg->policy != COLLOC_POLICY_ESTIMATE_AWARE ||
+	    j->walltime_ms <= 0)
+		return r;
+	if (n < 1 || n > COLLOC_SCHED_MAX_GPUS ||
+	    j->mem_need_bytes > UINT64_MAX - cfg->headroom_bytes) {
+		r.lo = r.hi = HUGE_VAL;
+		return r;
+	}
 	min_free = j->mem_need_bytes + cfg->headroom_bytes;
 	if (aidx_query(p, j, min_free, &nk)) {
 		if (nk >= 0 && node_earliest(p, j, nk, min_free, n, t, g_of) == n)
@@ -1121,11 +1174,22 @@ static double job_bound(struct pass *p, const struct colloc_sched_job *j)
 			    t[n - 1] < best)
 				best = t[n - 1];
 	}
-	if (best == INT64_MAX)
-		return HUGE_VAL;
+	if (best == INT64_MAX) {
+		r.lo = r.hi = HUGE_VAL;
+		return r;
+	}
 	w = (double)(best > p->now ? best - p->now : 0);
-	b = 1.0 + w / (double)j->walltime_ms;
-	return b > cfg->util_bound ? b : cfg->util_bound;
+	if (w <= 0)
+		return r; /* GPUs run nothing now: no reason to share past it */
+	tw = (double)j->walltime_ms;
+	lo = 1.0 + w / tw;
+	hi = 1.0 + w / (tw < w ? tw : w);
+	r.lo = lo > cfg->util_bound ? lo : cfg->util_bound;
+	r.hi = hi > cfg->util_bound ? hi : cfg->util_bound;
+	r.w = w;
+	r.t = tw;
+	r.soft = true;
+	return r;
 }
 
 /* Choose job j's GPUs into out[]; false if it cannot start now. */
@@ -1136,7 +1200,8 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 	int n_ok = 0, first = 0, best_node = 0;
 	bool found = false;
 
-	p->cur_bound = job_bound(p, j);
+	p->cur = job_bound(p, j);
+	p->cur_bound = p->cur.hi;
 	/* Overflow: no GPU has that much memory. */
 	if (j->mem_need_bytes > UINT64_MAX - p->cfg->headroom_bytes)
 		return false;

@@ -160,6 +160,30 @@ api share GET /v1/stats >/dev/null
 check noshare-not-shared test "$(field "$(cat "$T/api.out")" shared_jobs)" = 2
 stop share
 
+# --- C2. the soft util bound: past util_bound only a job whose time limit
+# says sharing costs it less than waiting (limit x (A - 1) < the wait for an
+# empty GPU, here up to the running job's 1 h limit); a job with no limit
+# waits, and with util_bound_soft=false every job waits --------------------------
+for mode in soft hard; do
+	if [ $mode = soft ]; then start soft 1x16GiB || exit 1; else start soft 1x16GiB --set util_bound_soft=false || exit 1; fi
+	a=$(submit soft --mem 2GiB --util 80 --time 1h -- "$simjob" --mem 2GiB --duration 4s --util 80)
+	i=0
+	until [ "$(state_of soft "$a")" = running ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	b=$(submit soft --mem 2GiB --util 50 -- "$simjob" --mem 2GiB --duration 1s --util 50)
+	t=$(submit soft --mem 2GiB --util 50 --time 10s -- "$simjob" --mem 2GiB --duration 1s --util 50)
+	sleep 1
+	if [ $mode = soft ]; then
+		check soft-limited-shares test "$(state_of soft "$t")" != queued
+	else
+		check hard-limited-waits test "$(state_of soft "$t")" = queued
+	fi
+	check $mode-unlimited-waits test "$(state_of soft "$b")" = queued
+	waitall soft "$a" "$b" "$t"
+	check $mode-all-done test "$(state_of soft "$b")$(state_of soft "$t")" = donedone
+	stop soft
+	rm -rf "$T/soft" "$T/soft.db" "$T/soft.state" "$T/soft.sock"
+done
+
 # --- D. OOM recovery: the job that under-stated its memory is re-queued with a
 # larger need and finishes; its neighbour is untouched (overuse_stop off, so
 # that the liar runs into its OOM: D2 has it on) ---------------------------------
