@@ -17,6 +17,13 @@
  * The upper bound (peak_device_upper_bytes) gets its own line: how often a
  * run exceeded it (target <= 2%) and how loose it is (median |e|).
  *
+ * Published figures (issue 12): the fine-tuning memory that others measured
+ * and published with their set-up (data/reference/published_finetune.csv;
+ * sources, quotes and what each number measures in
+ * data/reference/published_finetune.md), a second check beside the measured
+ * runs, each estimated from its config.json and printed next to a rule of
+ * thumb computed in the same run.
+ *
  * --rows prints every run; --fit-context prints, per GPU, the median of
  * (measured - estimated reserved), the one constant per platform profile
  * that is fitted on this data (see data/platforms/README.md).
@@ -34,6 +41,7 @@
 #include "colloc/estimate.h"
 #include "colloc/model.h"
 #include "colloc/zoo.h"
+#include "csv_fields.h"
 
 #define MAX_ROWS 1024
 #define N_BASE 4
@@ -304,6 +312,311 @@ static void transformer_rows(struct row *rows, int n)
 	printf("(target for config.json: median <= 5%%, under-estimated <= 10%%)\n");
 }
 
+/*
+ * Published fine-tuning figures. One row of published_finetune.csv: the
+ * set-up as the source states it, in colloc's options, and the figure.
+ */
+#define PUB_MAX_ROWS 64
+#define PUB_FIELDS 32
+#define PUB_LINE 4096
+
+enum pub_kind {
+	PUB_ALLOCATED = 0, /* torch.cuda.max_memory_allocated */
+	PUB_RESERVED, /* torch.cuda.max_memory_reserved */
+	PUB_NVML, /* NVML used memory, less the source's own reading taken
+		   * after CUDA initialised (the subtract column) */
+	PUB_KIND_COUNT_
+};
+
+static const char *const pub_kind_names[PUB_KIND_COUNT_] = {"allocated", "reserved",
+							    "nvml"};
+
+struct pub_row {
+	char id[48], model[96], precision[16], optimizer[16], trainable[8];
+	char lora_targets[COLLOC_MODEL_TARGETS_MAX], attention[8], platform[64];
+	char gap[96];
+	int64_t batch, seq, grad_accum;
+	int lora_rank, iterations, kind;
+	bool grad_ckpt;
+	double measured_bytes; /* the figure less subtract, in bytes */
+	double ours, rule; /* NAN: not estimated */
+	char why[160]; /* why colloc did not estimate it */
+};
+
+static double unit_bytes(const char *unit)
+{
+	if (strcmp(unit, "MiB") == 0)
+		return 1048576.0;
+	if (strcmp(unit, "MB") == 0)
+		return 1e6; /* optimum-benchmark's MB: bytes / 1e6 */
+	if (strcmp(unit, "B") == 0)
+		return 1.0;
+	return NO_VALUE;
+}
+
+/* One CSV line split into fields, with the header to find them by name. */
+struct pub_line {
+	char **hdr, **f;
+	int nh, nf;
+};
+
+static const char *pub_str(const struct pub_line *l, const char *name)
+{
+	int col = tool_csv_col(l->hdr, l->nh, name);
+
+	return col >= 0 && col < l->nf ? l->f[col] : "";
+}
+
+/* An integer column; 0 when empty (a cast of NAN would be undefined). */
+static int64_t pub_int(const struct pub_line *l, const char *name)
+{
+	double v = field_num(pub_str(l, name));
+
+	return isnan(v) || fabs(v) > 1e15 ? 0 : (int64_t)v;
+}
+
+/* Fill r from one CSV line; -1 when the row is malformed. */
+static int pub_parse(struct pub_row *r, const struct pub_line *l)
+{
+	double measured = field_num(pub_str(l, "measured"));
+	double subtract = field_num(pub_str(l, "subtract"));
+	double unit = unit_bytes(pub_str(l, "unit"));
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->id, sizeof(r->id), "%s", pub_str(l, "id"));
+	snprintf(r->model, sizeof(r->model), "%s", pub_str(l, "model"));
+	snprintf(r->precision, sizeof(r->precision), "%s", pub_str(l, "precision"));
+	snprintf(r->optimizer, sizeof(r->optimizer), "%s", pub_str(l, "optimizer"));
+	snprintf(r->trainable, sizeof(r->trainable), "%s", pub_str(l, "trainable"));
+	snprintf(r->lora_targets, sizeof(r->lora_targets), "%s",
+		 pub_str(l, "lora_targets"));
+	snprintf(r->attention, sizeof(r->attention), "%s", pub_str(l, "attention"));
+	snprintf(r->platform, sizeof(r->platform), "%s", pub_str(l, "platform"));
+	snprintf(r->gap, sizeof(r->gap), "%s", pub_str(l, "gap"));
+	r->batch = pub_int(l, "batch");
+	r->seq = pub_int(l, "seq");
+	r->grad_accum = pub_int(l, "grad_accum");
+	r->lora_rank = (int)pub_int(l, "lora_rank");
+	r->iterations = (int)pub_int(l, "iterations");
+	r->grad_ckpt = pub_int(l, "grad_ckpt") == 1;
+	r->kind = -1;
+	for (int k = 0; k < PUB_KIND_COUNT_; k++)
+		if (strcmp(pub_str(l, "kind"), pub_kind_names[k]) == 0)
+			r->kind = k;
+	/* '+' separates LoRA targets in the file, whose fields hold no commas */
+	for (char *c = r->lora_targets; *c; c++)
+		if (*c == '+')
+			*c = ',';
+	r->measured_bytes = (measured - (isnan(subtract) ? 0 : subtract)) * unit;
+	r->ours = r->rule = NO_VALUE;
+	if (!r->id[0] || r->batch <= 0 || r->seq <= 0 || r->kind < 0 ||
+	    r->lora_rank < 0 || r->iterations < 0 || !(r->measured_bytes > 0))
+		return -1;
+	return 0;
+}
+
+static int pub_load(const char *path, struct pub_row *rows)
+{
+	char hline[PUB_LINE], line[PUB_LINE], *hdr[PUB_FIELDS], *f[PUB_FIELDS];
+	int nh = 0, n = 0, lineno = 1;
+	FILE *fp = tool_csv_open(path, hline, sizeof(hline), hdr, PUB_FIELDS, &nh);
+
+	if (!fp) {
+		fprintf(stderr, "bench_estimate: cannot open %s\n", path);
+		return -1;
+	}
+	while (n < PUB_MAX_ROWS && fgets(line, sizeof(line), fp)) {
+		int nf = tool_csv_split(line, f, PUB_FIELDS);
+		struct pub_line l = {hdr, f, nh, nf};
+
+		lineno++;
+		if (pub_parse(&rows[n], &l) == 0)
+			n++;
+		else
+			fprintf(stderr, "bench_estimate: %s:%d: malformed row\n", path,
+				lineno);
+	}
+	fclose(fp);
+	return n;
+}
+
+/*
+ * The rule of thumb of Hugging Face's "Model training anatomy" page: per
+ * trainable parameter 4 bytes of weights (6 under mixed precision: the
+ * float32 weights and their float16 copy), 4 of gradients and the
+ * optimizer's states (AdamW 8; Adafactor "slightly more than 4" and 8-bit
+ * Adam 2, as the same pages state); per frozen parameter its weights (2
+ * bytes when stored in bf16/fp16, which the page has no case for); no
+ * activations, no allocator, no context.
+ */
+static double pub_rule(const struct pub_row *r, const struct colloc_model *m)
+{
+	bool amp = strncmp(r->precision, "amp-", 4) == 0;
+	bool half =
+		strcmp(r->precision, "bf16") == 0 || strcmp(r->precision, "fp16") == 0;
+	double state = 8;
+
+	if (strcmp(r->optimizer, "adafactor") == 0)
+		state = 4;
+	else if (strcmp(r->optimizer, "adam8bit") == 0)
+		state = 2;
+	return (double)m->trainable_params * ((amp ? 6 : 4) + 4 + state) +
+	       (double)m->frozen_params * (half ? 2 : 4);
+}
+
+/*
+ * Estimate r in-process as `colloc estimate hf:DATA/MODEL` with the row's
+ * options would. Which of colloc's figures stands for the published one:
+ *  - allocated: peak_allocated_bytes, colloc's model of
+ *    torch.cuda.max_memory_allocated;
+ *  - reserved: peak_reserved_bytes (torch.cuda.max_memory_reserved): the
+ *    caching allocator's segments, without context or libraries;
+ *  - nvml: peak_device_bytes estimated with exclude_cuda_context, against
+ *    NVML used memory less the source's own reading taken after CUDA
+ *    initialised: that context belongs to the source's stack (CUDA 11.2,
+ *    kernels loaded eagerly: 1343 MiB on the Hugging Face page), not to
+ *    the profile's (cuda_context_bytes: CUDA 12.4 with lazy loading), so
+ *    what is compared is the memory that came after it. The profile's
+ *    context_bytes (cuBLAS handle and kernels loaded later) stays in, as in
+ *    the xMem rows above.
+ * Gradient accumulation changes no tensor of one micro-batch, so the
+ * estimate is at the per-step batch. Returns 0, or a code with why colloc
+ * cannot build the set-up (an optimizer it lacks, ...).
+ */
+static int pub_estimate(struct pub_row *r, struct colloc_diag *diag)
+{
+	struct colloc_model_opts mo;
+	struct colloc_model *m = NULL;
+	struct colloc_platform plat;
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_model_dims md = {r->batch, r->seq, NULL, 0, false};
+	char path[4096];
+	int rc;
+
+	memset(&mo, 0, sizeof(mo));
+	mo.trainable = colloc_trainable_parse(r->trainable);
+	mo.lora_rank = r->lora_rank;
+	mo.lora_targets = r->lora_targets[0] ? r->lora_targets : NULL;
+	mo.attention = colloc_attention_parse(r->attention);
+	mo.gradient_checkpointing = r->grad_ckpt;
+	colloc_estimate_opts_init(&o);
+	if (strcmp(r->precision, "bf16") == 0 || strcmp(r->precision, "fp16") == 0)
+		mo.weight_dtype =
+			r->precision[0] == 'b' ? COLLOC_DT_BFLOAT16 : COLLOC_DT_FLOAT16;
+	else
+		o.precision = colloc_precision_parse(r->precision);
+	if (mo.trainable < 0 || mo.attention < 0 || o.precision < 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "bad trainable, attention or precision");
+	snprintf(path, sizeof(path), "hf:%s/%s/config.json", colloc_data_dir(), r->model);
+	if ((rc = colloc_model_open(path, &mo, &m, diag)))
+		return rc;
+	r->rule = pub_rule(r, m);
+	o.optimizer = colloc_optimizer_parse(r->optimizer);
+	o.loss = m->loss;
+	o.iterations = r->iterations;
+	o.exclude_cuda_context = r->kind == PUB_NVML;
+	if (o.optimizer < 0)
+		rc = colloc_diag_set(diag, COLLOC_EUNSUPPORTED,
+				     "colloc has no %s optimizer", r->optimizer);
+	if (!rc && (rc = colloc_platform_load(r->platform, &plat, diag)) == 0) {
+		o.platform = &plat;
+		rc = colloc_estimate_model(m, &md, &o, &e, diag);
+	}
+	if (!rc)
+		r->ours = (double)(r->kind == PUB_ALLOCATED  ? e.peak_allocated_bytes
+				   : r->kind == PUB_RESERVED ? e.peak_reserved_bytes
+							     : e.peak_device_bytes);
+	colloc_model_destroy(m);
+	return rc;
+}
+
+/* Median |relative error| and under-estimates of ours (which 0) or the rule
+ * (1) over the rows colloc estimated (only_ours) or all. */
+static void pub_summary(const char *name, const struct pub_row *rows, int n, int which,
+			bool only_ours)
+{
+	double err[PUB_MAX_ROWS];
+	int m = 0, under = 0;
+
+	for (int k = 0; k < n; k++) {
+		double est = which ? rows[k].rule : rows[k].ours;
+
+		if (isnan(est) || (only_ours && isnan(rows[k].ours)))
+			continue;
+		err[m++] = fabs(est - rows[k].measured_bytes) / rows[k].measured_bytes;
+		under += est < rows[k].measured_bytes;
+	}
+	if (m == 0) {
+		printf("  %-26s %4d %10s %8s\n", name, 0, "-", "-");
+		return;
+	}
+	printf("  %-26s %4d %9.2f%% %5d of %d\n", name, m, 100 * quantile(err, m, 0.5),
+	       under, m);
+}
+
+static void published_rows(void)
+{
+	static struct pub_row rows[PUB_MAX_ROWS];
+	char path[4096];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/reference/published_finetune.csv",
+		 colloc_data_dir());
+	if ((n = pub_load(path, rows)) <= 0)
+		return;
+	printf("\npublished fine-tuning figures (data/reference/published_finetune.csv; "
+	       "sources in published_finetune.md):\n");
+	printf("  %-24s %-18s %5s %4s %-8s %-9s %2s %-9s %8s %8s %7s %8s %7s  %s\n", "id",
+	       "model", "batch", "seq", "prec", "optimizer", "gc", "measures", "measured",
+	       "colloc", "err", "rule", "err", "what colloc does not build");
+	for (int k = 0; k < n; k++) {
+		struct pub_row *r = &rows[k];
+		struct colloc_diag diag = {{0}};
+		const char *model =
+			strncmp(r->model, "hf/", 3) == 0 ? r->model + 3 : r->model;
+		char batch[24], ours[48], rule[32];
+
+		if (pub_estimate(r, &diag))
+			snprintf(r->why, sizeof(r->why), "%s", diag.msg);
+		if (r->grad_accum > 1)
+			snprintf(batch, sizeof(batch), "%lldx%lld", (long long)r->batch,
+				 (long long)r->grad_accum);
+		else
+			snprintf(batch, sizeof(batch), "%lld", (long long)r->batch);
+		if (isnan(r->ours))
+			snprintf(ours, sizeof(ours), "%8s %7s", "-", "-");
+		else
+			snprintf(ours, sizeof(ours), "%7.0fM %+6.1f%%", r->ours / 1048576,
+				 100 * (r->ours - r->measured_bytes) / r->measured_bytes);
+		if (isnan(r->rule))
+			snprintf(rule, sizeof(rule), "%8s %7s", "-", "-");
+		else
+			snprintf(rule, sizeof(rule), "%7.0fM %+6.1f%%", r->rule / 1048576,
+				 100 * (r->rule - r->measured_bytes) / r->measured_bytes);
+		printf("  %-24.24s %-18.18s %5s %4lld %-8s %-9s %2s %-9s %7.0fM %s %s  "
+		       "%s\n",
+		       r->id, model, batch, (long long)r->seq, r->precision, r->optimizer,
+		       r->grad_ckpt ? "y" : "n",
+		       r->kind == PUB_NVML ? "nvml-ctx" : pub_kind_names[r->kind],
+		       r->measured_bytes / 1048576, ours, rule, r->gap);
+		if (r->why[0])
+			printf("  %-24s   not estimated: %s\n", "", r->why);
+	}
+	printf("  (nvml-ctx: NVML used less the source's reading after CUDA "
+	       "initialised, against colloc's peak device without the CUDA context; "
+	       "M = MiB; the last column is explained in published_finetune.md)\n");
+	printf("  %-26s %4s %10s %8s\n", "estimator", "rows", "median|e|", "under");
+	pub_summary("colloc", rows, n, 0, true);
+	pub_summary("rule, same rows", rows, n, 1, true);
+	pub_summary("rule, all rows", rows, n, 1, false);
+	printf("  (rule: Hugging Face's model_memory_anatomy bytes per parameter, "
+	       "weights "
+	       "4 (amp 6) + gradients 4 + optimizer states (AdamW 8, Adafactor 4, 8-bit "
+	       "Adam 2); no activations)\n");
+}
+
 static double speed_ms(int runs)
 {
 	struct colloc_model *m = NULL;
@@ -409,6 +722,7 @@ int main(int argc, char **argv)
 	printf("(target: under-estimated <= 2%%; |e| here is how far above the "
 	       "measured peak the bound sits)\n");
 	transformer_rows(rows, n);
+	published_rows();
 	if (fit) {
 		const char *gpus[2] = {"3060", "4060"};
 

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Accuracy and speed of `colloc estimate` (see tools/bench_estimate.c):
 #  1. every measured run of data/measurements/xmem_dev.csv, colloc's error next to the published
-#     estimators' on the same rows;
-#  2. ResNet-50 at batch 256 estimated in-process, next to one CPU training iteration of ResNet-50
+#     estimators' on the same rows, and its transformer rows again from their config.json;
+#  2. published fine-tuning figures (data/reference/published_finetune.csv and .md), colloc's
+#     error next to a bytes-per-parameter rule of thumb computed in the same run;
+#  3. ResNet-50 at batch 256 estimated in-process, next to one CPU training iteration of ResNet-50
 #     under torch.profiler (the xMem approach), measured now on this machine, as a ratio.
 #
 #   tools/bench_estimate.sh [--rows] [--torch-batch N]   (default N = 32; 256 takes minutes)
