@@ -19,8 +19,8 @@
  *  - `estimate-aware` also requires the GPU's predicted activity (the sum
  *    of its jobs' predictions) plus the job's to stay <= util_bound; with
  *    util_soft (the default) a job of known walltime for which no such
- *    GPU fits may go beyond it while sharing costs it less than waiting
- *    for empty GPUs would (see colloc_sched_config.util_soft);
+ *    GPU fits may go beyond it while sharing costs the GPU's jobs and it
+ *    less than its wait for empty GPUs (see colloc_sched_config.util_soft);
  *  - `request` and `fgd` also require the declared shares (gpu_milli) on
  *    the GPU plus the job's to stay <= 1000;
  *  - a multi-GPU job gets all its GPUs on one node;
@@ -160,9 +160,10 @@ struct colloc_sched_config {
 	 * GPU whose combined predicted activity stays within util_bound always
 	 * scores better than one beyond it (the score orders by that sum); one
 	 * beyond is taken only when no GPU within the bound fits the job, and
-	 * only as far beyond as sharing costs the job less than waiting: up to
-	 * 1 + W / T, T its walltime and W the wait for GPUs that run nothing
-	 * (sharing a GPU at combined activity A runs it about A times slower).
+	 * only as far beyond as sharing costs less than waiting: on GPU g up to
+	 * 1 + W / ((n_g + 1) min(T, max(R_g, W))), T its walltime, W the wait
+	 * for GPUs that run nothing, R_g until g's n_g jobs end (sharing at
+	 * combined activity A runs them all about A times slower).
 	 * A job of unknown walltime (0) keeps util_bound as a gate; memory and
 	 * headroom always gate. false: the bound gates every job, and a job
 	 * beyond it waits. */

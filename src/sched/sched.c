@@ -183,8 +183,8 @@ struct summ {
  * for rather than packed by size. */
 /*
  * estimate-aware's bound for one job (job_bound()): on GPU g it is
- * max(util_bound, 1 + w / min(t, max(R_g, w))), R_g the time until g's jobs
- * end, when soft; lo and hi are its least and largest over the GPUs (the
+ * max(util_bound, 1 + w / ((n_g + 1) min(t, max(R_g, w)))), R_g the time
+ * until g's n_g jobs end, when soft; lo and hi bound it over the GPUs (the
  * searches prune with hi, candidate() checks g's own). Not soft: lo = hi
  * on every GPU.
  */
@@ -322,8 +322,8 @@ static bool late(const struct pass *p, const struct colloc_sched_job *j)
 	       p->now > p->shadow - j->walltime_ms;
 }
 
-/* Whether bounds a are at least b on every GPU: max(u, 1 + w / min(t,
- * max(R, w))) grows with w and shrinks with t, whatever R is. */
+/* Whether bounds a are at least b on every GPU: max(u, 1 + w / ((n + 1)
+ * min(t, max(R, w)))) grows with w and shrinks with t, whatever n and R. */
 static bool bound_covers(const struct jbound *a, const struct jbound *b)
 {
 	return b->hi <= a->lo ||
@@ -400,7 +400,8 @@ static double gpu_bound(const struct pass *p, int g)
 	r = avail == INT64_MAX ? HUGE_VAL : (double)(avail > p->now ? avail - p->now : 0);
 	d = r > b->w ? r : b->w;
 	d = d < b->t ? d : b->t;
-	v = 1.0 + b->w / d;
+	/* j and each of g's jobs lose (A - 1) x d */
+	v = 1.0 + b->w / (d * (1.0 + (double)p->w[g].jobs));
 	if (v < b->lo)
 		v = b->lo; /* rounding: never below the least */
 	return v > b->hi ? b->hi : v;
@@ -1128,13 +1129,15 @@ static void search_nodes(const struct pass *p, const struct want *q, size_t k, i
 
 /*
  * estimate-aware's bounds for job j (util_soft): beyond util_bound, a GPU
- * whose combined predicted activity A (with j) exceeds 1 runs j about A
- * times slower (the jobs share what the GPU can do) for as long as it
- * shares: at most j's walltime T, and, on GPU g, about until g's jobs end
- * (R_g; when they end later than W, W at most matters). Waiting W for GPUs
- * that run nothing costs W. So j may go to g where
- * (A - 1) x min(T, max(R_g, W)) < W: the bound on g is max(util_bound,
- * 1 + W / min(T, max(R_g, W))), between 1 + W / T and 1 + W / min(T, W).
+ * whose combined predicted activity A (with j) exceeds 1 runs its jobs
+ * about A times slower (they share what the GPU can do) for as long as j
+ * shares it: at most j's walltime T, and, on GPU g, about until g's n_g
+ * jobs end (R_g; when they end later than W, W at most matters): j and
+ * each of them lose (A - 1) x that. Waiting W for GPUs that run nothing
+ * costs j W. So j may go to g where (n_g + 1) (A - 1) min(T, max(R_g, W))
+ * < W (the sum of the completion times grows less by sharing than by
+ * waiting): the bound on g is max(util_bound, 1 + W / ((n_g + 1) min(T,
+ * max(R_g, W)))), at most 1 + W / (2 min(T, W)).
  * W is when the GPUs j would fit empty are expected to run nothing (as for
  * a reservation). A job of unknown walltime could lose without limit by
  * sharing: its bound is util_bound, as if gated. Unknown ends make W
@@ -1182,8 +1185,8 @@ static struct jbound job_bound(struct pass *p, const struct colloc_sched_job *j)
 	if (w <= 0)
 		return r; /* GPUs run nothing now: no reason to share past it */
 	tw = (double)j->walltime_ms;
-	lo = 1.0 + w / tw;
-	hi = 1.0 + w / (tw < w ? tw : w);
+	lo = 1.0;
+	hi = 1.0 + w / (2.0 * (tw < w ? tw : w));
 	r.lo = lo > cfg->util_bound ? lo : cfg->util_bound;
 	r.hi = hi > cfg->util_bound ? hi : cfg->util_bound;
 	r.w = w;
