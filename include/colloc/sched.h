@@ -23,6 +23,12 @@
  *    less than its wait for empty GPUs (see colloc_sched_config.util_soft);
  *  - `request` and `fgd` also require the declared shares (gpu_milli) on
  *    the GPU plus the job's to stay <= 1000;
+ *  - GPU types: a job with a type_mask may use only GPUs whose type is in
+ *    it (bit t for type t, 0 <= t < 64; a GPU of another type, or of a
+ *    type outside 0..63, is no candidate for it), under every policy; a
+ *    job with type_mask 0 may use any GPU. A constrained job waits while
+ *    only GPUs of other types have room, and its EASY reservation is on
+ *    GPUs of its types;
  *  - a multi-GPU job gets all its GPUs on one node;
  *  - isolated GPUs (MIG instances) take one single-GPU job each, and are
  *    preferred, smallest memory first, whatever the policy;
@@ -94,6 +100,9 @@ struct colloc_sched_gpu {
 	/* When its running jobs are expected to have ended (EASY backfill);
 	 * 0: unknown (never, for the reservation), or running nothing. */
 	int64_t busy_until_ms;
+	/* Its GPU type, a small id the caller chooses (0..63), read only
+	 * against a job's type_mask: "V100M16" as 2, say. 0 by default. */
+	int type;
 };
 
 struct colloc_sched_running {
@@ -123,6 +132,10 @@ struct colloc_sched_job {
 	 * Kubernetes GPU-sharing request, Slurm shards); 0: a whole GPU. Read
 	 * by `request` and `fgd` only. */
 	int gpu_milli;
+	/* The GPU types it may run on: bit t set for colloc_sched_gpu.type t
+	 * (a Kubernetes node selector on the GPU model, Alibaba's gpu_spec
+	 * "V100M16|V100M32"); 0: any GPU. */
+	uint64_t type_mask;
 };
 
 /*

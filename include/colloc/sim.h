@@ -36,6 +36,25 @@
 #include "colloc/sched.h"
 #include "colloc/trace.h"
 
+struct colloc_sim_nodes; /* colloc/sim_fill.h */
+
+/* GPU types one cluster may have: a job's allowed types are a bit mask
+ * (colloc_sched_job.type_mask). */
+#define COLLOC_SIM_MAX_TYPES 64
+
+/* One GPU type of a heterogeneous cluster, as the simulator takes it. */
+struct colloc_sim_gpu_type {
+	char name[32]; /* as the node list names it: "V100M16", "G2" */
+	/* The simulator's type it is ("V100-16GB", docs/simulator.md), or
+	 * "" for a GPU known only by its memory (a generic GPU). */
+	char sim_type[32];
+	uint64_t mem_bytes;
+	double idle_power_w, max_power_w;
+	const char *platform; /* as colloc_sim_cluster.platform */
+	int n_gpus; /* GPUs of this type in the cluster */
+	int max_node_gpus; /* the most of them on one node */
+};
+
 struct colloc_sim_cluster {
 	int n_nodes;
 	int gpus_per_node;
@@ -47,6 +66,23 @@ struct colloc_sim_cluster {
 	 * both the memory estimate and the activity; NULL for a generic GPU
 	 * of a given size: the built-in default profile (A100-like). */
 	const char *platform;
+	/*
+	 * A heterogeneous cluster (colloc_sim_cluster_nodes): the node list
+	 * (not owned; it must outlive the runs) and its GPU types; every GPU
+	 * has its type's memory and power, and a job that states GPU types
+	 * (colloc_trace_job.gpu_spec) runs only on those. Its GPUs are
+	 * numbered node by node in the list's order, nodes without GPUs
+	 * skipped, and node k of the scheduler is the k-th node with GPUs.
+	 * The fields above then describe the reference type (the one with
+	 * the most GPUs), whose platform profile gives every job's memory
+	 * estimate and activity, except n_nodes (the nodes with GPUs),
+	 * gpus_per_node (the largest node) and gpu_mem_bytes (the largest
+	 * GPU). n_types 0, nodes NULL: n_nodes x gpus_per_node GPUs of the
+	 * type above, and gpu_spec is not read.
+	 */
+	const struct colloc_sim_nodes *nodes;
+	int n_types;
+	struct colloc_sim_gpu_type types[COLLOC_SIM_MAX_TYPES];
 };
 
 /*
@@ -58,6 +94,20 @@ struct colloc_sim_cluster {
  */
 int colloc_sim_cluster_parse(const char *spec, struct colloc_sim_cluster *out,
 			     struct colloc_diag *diag);
+
+/*
+ * A heterogeneous cluster of the GPU nodes of nodes (`--cluster
+ * alibaba:PATH`), which *out points to (not copied). Each node's model
+ * names its GPU type: one of the simulator's types ("A100-40GB"), or a
+ * model of Alibaba's openb node lists (T4, P100, V100M16, V100M32, A10:
+ * the simulator's T4, P100-16GB, V100-16GB, V100-32GB and A10; G2 and G3,
+ * whose models Alibaba does not disclose: generic GPUs of the memory the
+ * FGD paper's simulator gives them; docs/simulator.md). Returns 0, or
+ * COLLOC_EUSAGE (no GPUs, an unknown model: the message lists the known
+ * ones) or COLLOC_ELIMIT (more than COLLOC_SIM_MAX_TYPES types).
+ */
+int colloc_sim_cluster_nodes(const struct colloc_sim_nodes *nodes,
+			     struct colloc_sim_cluster *out, struct colloc_diag *diag);
 
 struct colloc_sim_opts {
 	struct colloc_sched_config sched; /* policy, headroom, backfill ... */
@@ -77,6 +127,13 @@ struct colloc_sim_opts {
 	 * cluster's GPU time between the first and the last arrival is this;
 	 * 0: the trace's own times. */
 	double load;
+	/* Called, where set, as each job starts, at now_ms on the run's clock
+	 * (the trace's times, scaled by load): job is its index in the trace,
+	 * gpus[0..n_gpus) the cluster's GPUs it runs on (numbered as
+	 * colloc_sim_cluster says). For tests and logs; arg is passed on. */
+	void (*on_start)(void *arg, int64_t now_ms, size_t job, const int *gpus,
+			 int n_gpus);
+	void *on_start_arg;
 };
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o);

@@ -32,7 +32,10 @@ static const char sim_usage[] =
 	"(docs/trace-format.md)\n"
 	"  --cluster SPEC      NODESxGPUSxTYPE, e.g. 16x8xA100-40GB, or 4x8x40GiB;\n"
 	"                      alibaba:PATH, a heterogeneous node list (openb_node_list\n"
-	"                      _gpu_node.csv), for --fill\n"
+	"                      _gpu_node.csv): each GPU has its model's memory and\n"
+	"                      power, and a pod that states GPU types (gpu_spec)\n"
+	"                      runs only on those; estimates and activities are\n"
+	"                      on the model with the most GPUs (docs/simulator.md)\n"
 	"  --policy LIST       exclusive, round-robin, most-free-memory, "
 	"least-utilized,\n"
 	"                      estimate-aware, request (trusts declared GPU shares\n"
@@ -131,13 +134,36 @@ static int put_json(cJSON *root)
 	return CLI_OK;
 }
 
+/* A heterogeneous cluster's GPU types into root ("gpu_types"); nothing for
+ * a homogeneous one. */
+static void add_types(cJSON *root, const struct colloc_sim_cluster *cl)
+{
+	cJSON *arr;
+
+	if (cl->n_types == 0)
+		return;
+	arr = cJSON_AddArrayToObject(root, "gpu_types");
+	for (int t = 0; t < cl->n_types; t++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "model", cl->types[t].name);
+		cJSON_AddStringToObject(o, "sim_type", cl->types[t].sim_type);
+		cJSON_AddNumberToObject(o, "gpus", cl->types[t].n_gpus);
+		cJSON_AddNumberToObject(o, "mem_bytes", (double)cl->types[t].mem_bytes);
+		cJSON_AddItemToArray(arr, o);
+	}
+	cJSON_AddStringToObject(root, "estimates_on", cl->gpu_type);
+}
+
 static int print_json(const char *trace, const char *cluster,
+		      const struct colloc_sim_cluster *cl,
 		      const struct colloc_sim_result *r, int n)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 
 	cJSON_AddStringToObject(root, "trace", trace);
 	cJSON_AddStringToObject(root, "cluster", cluster);
+	add_types(root, cl);
 	arr = cJSON_AddArrayToObject(root, "policies");
 	for (int k = 0; k < n; k++) {
 		const struct colloc_sim_result *x = &r[k];
@@ -225,6 +251,7 @@ static void print_table_seeds(const struct colloc_sim_result *r, int n_pol, int 
 }
 
 static int print_json_seeds(const char *trace, const char *cluster,
+			    const struct colloc_sim_cluster *cl,
 			    const struct colloc_sim_result *r, int n_pol, int n_seeds,
 			    uint64_t seed_lo)
 {
@@ -232,6 +259,7 @@ static int print_json_seeds(const char *trace, const char *cluster,
 
 	cJSON_AddStringToObject(root, "trace", trace);
 	cJSON_AddStringToObject(root, "cluster", cluster);
+	add_types(root, cl);
 	cJSON_AddNumberToObject(root, "seed_first", (double)seed_lo);
 	cJSON_AddNumberToObject(root, "seed_last",
 				(double)(seed_lo + (uint64_t)n_seeds - 1));
@@ -393,6 +421,59 @@ static int parse_seeds(const char *arg, uint64_t *lo, uint64_t *hi)
 	return -1;
 }
 
+/* The cluster of spec into *cl: NODESxGPUSxTYPE, or alibaba:PATH, whose
+ * node list is read into *nodes (the caller destroys it). CLI_OK, or the
+ * exit status after saying why. */
+static int cluster_of(const char *spec, struct colloc_sim_cluster *cl,
+		      struct colloc_sim_nodes **nodes)
+{
+	struct colloc_diag diag = {{0}};
+
+	*nodes = NULL;
+	if (strncmp(spec, "alibaba:", 8) != 0) {
+		if (colloc_sim_cluster_parse(spec, cl, &diag)) {
+			cli_error("%s", diag.msg);
+			return CLI_USAGE;
+		}
+		return CLI_OK;
+	}
+	if (!spec[8]) {
+		cli_error("--cluster alibaba: wants a node list, e.g. "
+			  "alibaba:openb_node_list_gpu_node.csv");
+		return CLI_USAGE;
+	}
+	if (colloc_sim_nodes_read(spec + 8, nodes, &diag) ||
+	    colloc_sim_cluster_nodes(*nodes, cl, &diag)) {
+		cli_error("%s", diag.msg);
+		colloc_sim_nodes_destroy(*nodes);
+		*nodes = NULL;
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
+/* "6212 GPUs: G2 x4392, T4 x842, ..." for the header line. */
+static void describe_cluster(const struct colloc_sim_cluster *cl, char *buf, size_t len)
+{
+	size_t off;
+	int w;
+
+	if (cl->n_types == 0) {
+		snprintf(buf, len, "%d GPUs of %s", cl->n_nodes * cl->gpus_per_node,
+			 cl->gpu_type);
+		return;
+	}
+	w = snprintf(buf, len, "%d nodes, GPUs", cl->n_nodes);
+	off = w > 0 && (size_t)w < len ? (size_t)w : len - 1;
+	for (int t = 0; t < cl->n_types && off + 1 < len; t++) {
+		w = snprintf(buf + off, len - off, "%s %d x %s", t ? "," : "",
+			     cl->types[t].n_gpus, cl->types[t].name);
+		off += w > 0 && (size_t)w < len - off ? (size_t)w : len - off - 1;
+	}
+	if (off + 1 < len)
+		snprintf(buf + off, len - off, "; estimates on %s", cl->gpu_type);
+}
+
 /* `--fill`: read the pods in full and the node list, then cli_sim_fill. */
 static int run_fill(const char *kind, const char *trace, const char *cluster,
 		    const char *policies, struct colloc_trace_opts to,
@@ -494,7 +575,8 @@ int cmd_sim(int argc, char **argv)
 	struct colloc_sim_fill_opts fo;
 	const char *plot_dir = NULL, *gavel = NULL;
 	struct colloc_interference *im = NULL;
-	char kind[32], list[256];
+	struct colloc_sim_nodes *nodes = NULL;
+	char kind[32], list[256], what[512];
 	uint64_t v;
 
 	colloc_sim_opts_init(&so);
@@ -639,11 +721,11 @@ int cmd_sim(int argc, char **argv)
 		}
 	}
 	if (optind == argc && show_kinds && cluster) {
-		if (colloc_sim_cluster_parse(cluster, &cl, &diag)) {
-			cli_error("%s", diag.msg);
-			return CLI_USAGE;
-		}
-		return print_kinds(&cl, json);
+		if ((rc = cluster_of(cluster, &cl, &nodes)) != CLI_OK)
+			return rc;
+		rc = print_kinds(&cl, json);
+		colloc_sim_nodes_destroy(nodes);
+		return rc;
 	}
 	if (optind != argc || !trace || !cluster) {
 		cli_error("sim: --trace KIND:PATH and --cluster SPEC are required (see "
@@ -665,11 +747,6 @@ int cmd_sim(int argc, char **argv)
 		return run_fill(kind, trace, cluster, policies, to, &fo,
 				have_seeds ? seed_lo : so.seed,
 				have_seeds ? seed_hi : so.seed, json);
-	if (strncmp(cluster, "alibaba:", 8) == 0) {
-		cli_error("a node list (--cluster alibaba:PATH) drives the fill mode "
-			  "(--fill); the event simulator takes NODESxGPUSxTYPE");
-		return CLI_USAGE;
-	}
 	snprintf(list, sizeof(list), "%s",
 		 policies ? policies : "exclusive,estimate-aware");
 	for (char *save = NULL, *p = strtok_r(list, ",", &save); p;
@@ -685,13 +762,12 @@ int cmd_sim(int argc, char **argv)
 		}
 		pol[n_pol++] = k;
 	}
-	if (colloc_sim_cluster_parse(cluster, &cl, &diag)) {
-		cli_error("%s", diag.msg);
-		return CLI_USAGE;
-	}
+	if ((rc = cluster_of(cluster, &cl, &nodes)) != CLI_OK)
+		return rc;
 	if (gavel) {
 		if (colloc_interference_load_gavel(gavel, &im, &diag)) {
 			cli_error("%s", diag.msg);
+			colloc_sim_nodes_destroy(nodes);
 			return CLI_ERROR;
 		}
 		so.interference = im;
@@ -699,8 +775,10 @@ int cmd_sim(int argc, char **argv)
 	if (colloc_trace_read(kind, trace, &to, &tr, &diag)) {
 		cli_error("%s", diag.msg);
 		colloc_interference_destroy(im);
+		colloc_sim_nodes_destroy(nodes);
 		return CLI_ERROR;
 	}
+	describe_cluster(&cl, what, sizeof(what));
 	if (tr->skipped_rows)
 		fprintf(stderr, "colloc: %zu bad trace rows skipped\n", tr->skipped_rows);
 	n_seeds = have_seeds ? (int)(seed_hi - seed_lo + 1) : 1;
@@ -748,25 +826,24 @@ int cmd_sim(int argc, char **argv)
 		if (colloc_sim_write_csv(stdout, first, n_pol))
 			rc = CLI_ERROR;
 	} else if (json && n_seeds > 1) {
-		rc = print_json_seeds(trace, cluster, res, n_pol, n_seeds, seed_lo)
+		rc = print_json_seeds(trace, cluster, &cl, res, n_pol, n_seeds, seed_lo)
 			     ? CLI_ERROR
 			     : rc;
 	} else if (json) {
-		rc = print_json(trace, cluster, first, n_pol) ? CLI_ERROR : rc;
+		rc = print_json(trace, cluster, &cl, first, n_pol) ? CLI_ERROR : rc;
 	} else if (n_seeds > 1) {
-		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s, profile %s), "
+		printf("trace %s (%zu jobs), cluster %s (%s, profile %s), "
 		       "seeds %llu-%llu, offered load %.2f: mean ± sd\n\n",
-		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,
-		       cl.gpu_type, cl.platform ? cl.platform : "default",
-		       (unsigned long long)seed_lo, (unsigned long long)seed_hi,
-		       first[0].offered_load);
+		       trace, tr->n_jobs, cluster, what,
+		       cl.platform ? cl.platform : "default", (unsigned long long)seed_lo,
+		       (unsigned long long)seed_hi, first[0].offered_load);
 		print_table_seeds(res, n_pol, n_seeds);
 	} else {
-		printf("trace %s (%zu jobs), cluster %s (%d GPUs of %s, profile %s), "
+		printf("trace %s (%zu jobs), cluster %s (%s, profile %s), "
 		       "seed %llu, offered load %.2f\n\n",
-		       trace, tr->n_jobs, cluster, cl.n_nodes * cl.gpus_per_node,
-		       cl.gpu_type, cl.platform ? cl.platform : "default",
-		       (unsigned long long)seed_lo, first[0].offered_load);
+		       trace, tr->n_jobs, cluster, what,
+		       cl.platform ? cl.platform : "default", (unsigned long long)seed_lo,
+		       first[0].offered_load);
 		print_table(first, n_pol);
 	}
 done:
@@ -776,5 +853,6 @@ done:
 	free(first);
 	colloc_trace_destroy(tr);
 	colloc_interference_destroy(im);
+	colloc_sim_nodes_destroy(nodes);
 	return rc;
 }

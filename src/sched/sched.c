@@ -23,6 +23,10 @@
  *  - a context's index of when GPUs empty (struct aidx), which names the
  *    node of the queue head's EASY reservation without a scan of every
  *    GPU.
+ * None of these know GPU types: a job with a type constraint (type_mask)
+ * is placed, and its reservation found, by the plain scan, whose
+ * candidate() reads the type; the list of failures compares the types
+ * jobs may use (types_within()).
  * A pass builds the tree only after a few plain scans, on clusters large
  * enough, and for inputs without non-finite numbers (see struct pass).
  * A context (struct colloc_sched_ctx, at the end) keeps the working view,
@@ -121,6 +125,7 @@ struct wgpu {
 	bool closed; /* unusable or held by an exclusive job */
 	bool isolated; /* a MIG instance: one job, best fit (sched.h) */
 	int milli; /* declared shares of its jobs (request, fgd) */
+	int type; /* its GPU type, against a job's type_mask */
 };
 
 /* GPUs per leaf of the search tree: a leaf is scanned GPU by GPU. */
@@ -243,6 +248,7 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 		bool excl;
 		bool late; /* could not use the head's reserved GPUs */
 		struct jbound b; /* its activity bounds (p->cur) */
+		uint64_t types; /* its type_mask */
 	} fails[16];
 	/* estimate-aware: the bounds on combined predicted activity for the
 	 * job being placed (job_bound()); cur_bound is cur.hi. */
@@ -260,7 +266,7 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * empties by the shadow time and no other GPU as early (memo_check),
 	 * so that it is what a fresh computation gives. */
 	struct resv_memo {
-		uint64_t id, need;
+		uint64_t id, need, types;
 		int64_t shadow;
 		int g[COLLOC_SCHED_MAX_GPUS];
 		int n;
@@ -312,6 +318,20 @@ static bool ea_gated(const struct colloc_sched_config *cfg)
 	return cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE;
 }
 
+/* Whether job j may run on a GPU of type t (sched.h, GPU types). */
+static bool type_ok(const struct colloc_sched_job *j, int t)
+{
+	return j->type_mask == 0 || (t >= 0 && t < 64 && (j->type_mask >> t & 1u));
+}
+
+/* Whether every GPU a job of type_mask inner may use, one of type_mask
+ * outer may use too (0: any GPU): a failure of the outer one then covers
+ * the inner one. */
+static bool types_within(uint64_t inner, uint64_t outer)
+{
+	return outer == 0 || (inner != 0 && (inner & ~outer) == 0);
+}
+
 /* Whether job j must keep off the reserved GPUs: it is not known to end
  * by the shadow time. */
 static bool late(const struct pass *p, const struct colloc_sched_job *j)
@@ -340,7 +360,7 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
 		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
 		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli) &&
-		    bound_covers(&f->b, &p->cur))
+		    bound_covers(&f->b, &p->cur) && types_within(j->type_mask, f->types))
 			return true;
 	}
 	return false;
@@ -356,7 +376,8 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 			    by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
 			    j->exclusive,
 			    late(p, j),
-			    p->cur};
+			    p->cur,
+			    j->type_mask};
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
@@ -366,7 +387,7 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 		if (!(nf.need <= f->need && nf.util <= f->util &&
 		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
 		      (!nf.late || f->late) && nf.milli <= f->milli &&
-		      bound_covers(&nf.b, &f->b)))
+		      bound_covers(&nf.b, &f->b) && types_within(f->types, nf.types)))
 			p->fails[w++] = *f;
 	}
 	p->n_fails = w;
@@ -412,7 +433,7 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 {
 	const struct wgpu *w = &p->w[g];
 
-	if (w->closed)
+	if (w->closed || !type_ok(j, w->type))
 		return false;
 	/* CUDA shows a process one MIG instance at most. */
 	if (w->isolated && (w->jobs > 0 || j->n_gpus > 1))
@@ -1216,7 +1237,8 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 		q.fgd_empty = fgd_empty_delta(p, j);
 	if (dominated(p, j))
 		return false;
-	if (!p->built) {
+	/* The tree's bounds know no GPU types: a constrained job scans. */
+	if (!p->built || j->type_mask != 0) {
 		p->scans++;
 		if (p->plain && refused_as_before(p, j))
 			return false;
@@ -1606,6 +1628,8 @@ static bool fits_empty(const struct pass *p, const struct colloc_sched_job *j, i
 
 	if (w->avail == INT64_MAX && w->closed)
 		return false; /* unusable, or held by a job of unknown end */
+	if (!type_ok(j, w->type))
+		return false;
 	if (w->isolated && j->n_gpus > 1)
 		return false;
 	return w->total >= min_free;
@@ -1784,7 +1808,9 @@ static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
 	struct aidx *a;
 	size_t t = 1, k = (size_t)j->n_gpus - 1, K;
 
-	if (!p->memo) /* one pass alone: building costs what a scan does */
+	/* One pass alone: building costs what a scan does. The index knows
+	 * no GPU types. */
+	if (!p->memo || j->type_mask != 0)
 		return false;
 	if (!p->ai && !aidx_build(p))
 		return false;
@@ -1897,7 +1923,7 @@ static void head_reservation(struct pass *p, const struct colloc_sched_job *j)
 	struct resv_memo *m = p->memo;
 
 	if (m && m->valid && m->id == j->id && m->need == j->mem_need_bytes &&
-	    m->n_gpus == j->n_gpus && m->shadow > p->now) {
+	    m->n_gpus == j->n_gpus && m->types == j->type_mask && m->shadow > p->now) {
 		bool ok = true;
 
 		for (int k = 0; k < m->n && ok; k++)
@@ -1923,6 +1949,7 @@ static void head_reservation(struct pass *p, const struct colloc_sched_job *j)
 		m->id = j->id;
 		m->need = j->mem_need_bytes;
 		m->n_gpus = j->n_gpus;
+		m->types = j->type_mask;
 		m->shadow = p->shadow;
 		m->n = p->resv_n;
 		memcpy(m->g, p->resv_g, sizeof(int) * (size_t)p->resv_n);
@@ -2052,6 +2079,7 @@ static void derive(struct colloc_sched_ctx *ctx, int g)
 	w->milli = l->milli;
 	w->closed = !row->usable || l->exclusive;
 	w->isolated = row->isolated;
+	w->type = row->type;
 	w->avail = !row->usable		    ? INT64_MAX
 		   : l->n_jobs == 0	    ? INT64_MIN
 		   : row->busy_until_ms > 0 ? row->busy_until_ms

@@ -17,6 +17,11 @@
  * pass, through a scheduler context (colloc_sched_ctx), plus its queue's
  * (docs/simulator.md, Performance).
  *
+ * Clusters: NODESxGPUSxTYPE, or a node list (colloc_sim_cluster_nodes)
+ * whose GPUs each have their model's memory and power and whose jobs run
+ * only on the GPU types their trace allows (a type mask the scheduler core
+ * enforces); estimates and activities are on one reference type either way.
+ *
  * Not here: trace parsing (trace*.c), placement rules (sched.c), the
  * memory estimates and activity predictions (estimate/: this file only
  * asks them, once per job kind and batch), the interference model
@@ -37,6 +42,7 @@
 #include "colloc/interference.h"
 #include "colloc/model.h"
 #include "colloc/perf.h"
+#include "colloc/sim_fill.h"
 #include "colloc/units.h"
 
 #define MAX_PER_GPU 32
@@ -126,6 +132,149 @@ bad:
 		"or NODESxGPUSxSIZE for a generic GPU of that memory, e.g. "
 		"2x4x40GiB (types: %s; at most %d GPUs per node)",
 		whole, known, COLLOC_SCHED_MAX_GPUS);
+}
+
+/* The models of Alibaba's openb node lists that are types above: P100 is
+ * the PCIe 16 GB board, V100M16 and V100M32 the SXM2 16 and 32 GB ones
+ * (as the FGD paper's simulator names them, hkust-adsl/kubernetes-
+ * scheduler-simulator, pkg/type/open-gpu-share/utils/const.go). */
+static const struct {
+	const char *model, *type;
+} node_models[] = {
+	{"T4", "T4"},
+	{"P100", "P100-16GB"},
+	{"V100M16", "V100-16GB"},
+	{"V100M32", "V100-32GB"},
+	{"A10", "A10"},
+};
+
+/* The models Alibaba does not disclose ("G1, G2, G3 are undisclosed
+ * internal GPU codes", the trace's README): generic GPUs (the built-in
+ * default profile, the power figures of a generic GPU) of the memory the
+ * FGD paper's simulator gives them, which are its placeholders and not
+ * measured capacities (same file, MapGpuTypeMemoryMiB: G2 20971520000
+ * bytes, G3 31457280000; its G1, 1000 MiB in the code and 10000 MiB in
+ * the comment beside it, is in no node list and left out). */
+static const struct {
+	const char *model;
+	uint64_t mem;
+} undisclosed[] = {
+	{"G2", 20971520000ull},
+	{"G3", 31457280000ull},
+};
+
+/* GPU type of node-list model name into *t; false if unknown. */
+static bool node_type(const char *model, struct colloc_sim_gpu_type *t)
+{
+	const char *sim = NULL;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", model);
+	for (size_t k = 0; k < sizeof(node_models) / sizeof(node_models[0]); k++)
+		if (strcmp(model, node_models[k].model) == 0)
+			sim = node_models[k].type;
+	for (size_t k = 0; k < N_GPU_TYPES; k++)
+		if (strcasecmp(sim ? sim : model, gpu_types[k].name) == 0) {
+			snprintf(t->sim_type, sizeof(t->sim_type), "%s",
+				 gpu_types[k].name);
+			t->mem_bytes = gpu_types[k].mem;
+			t->idle_power_w = gpu_types[k].idle_w;
+			t->max_power_w = gpu_types[k].max_w;
+			t->platform = gpu_types[k].platform;
+			return true;
+		}
+	for (size_t k = 0; k < sizeof(undisclosed) / sizeof(undisclosed[0]); k++)
+		if (strcmp(model, undisclosed[k].model) == 0) {
+			/* as a NODESxGPUSxSIZE cluster's generic GPU */
+			t->mem_bytes = undisclosed[k].mem;
+			t->idle_power_w = 50;
+			t->max_power_w = 300;
+			t->platform = NULL;
+			return true;
+		}
+	return false;
+}
+
+static int unknown_model(const struct colloc_sim_node *nd, struct colloc_diag *diag)
+{
+	char known[512];
+	size_t off = 0;
+
+	known[0] = '\0';
+	for (size_t k = 0; k < sizeof(node_models) / sizeof(node_models[0]); k++) {
+		int w = snprintf(known + off, sizeof(known) - off, "%s, ",
+				 node_models[k].model);
+
+		off += w > 0 && (size_t)w < sizeof(known) - off ? (size_t)w : 0;
+	}
+	for (size_t k = 0; k < sizeof(undisclosed) / sizeof(undisclosed[0]); k++) {
+		int w = snprintf(known + off, sizeof(known) - off, "%s, ",
+				 undisclosed[k].model);
+
+		off += w > 0 && (size_t)w < sizeof(known) - off ? (size_t)w : 0;
+	}
+	for (size_t k = 0; k < N_GPU_TYPES; k++) {
+		int w = snprintf(known + off, sizeof(known) - off, "%s%s",
+				 gpu_types[k].name, k + 1 < N_GPU_TYPES ? ", " : "");
+
+		off += w > 0 && (size_t)w < sizeof(known) - off ? (size_t)w : 0;
+	}
+	return colloc_diag_set(diag, COLLOC_EUSAGE,
+			       "node '%s': GPU model '%s' is not a type the simulator "
+			       "knows (models: %s)",
+			       nd->name, nd->gpu_type, known);
+}
+
+int colloc_sim_cluster_nodes(const struct colloc_sim_nodes *nodes,
+			     struct colloc_sim_cluster *out, struct colloc_diag *diag)
+{
+	int ref = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!nodes || nodes->n_gpus == 0)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "the node list has no GPUs");
+	for (size_t n = 0; n < nodes->n; n++) {
+		const struct colloc_sim_node *nd = &nodes->node[n];
+		struct colloc_sim_gpu_type *t = NULL;
+
+		if (nd->n_gpus == 0)
+			continue;
+		if (nd->n_gpus > COLLOC_SCHED_MAX_GPUS)
+			return colloc_diag_set(
+				diag, COLLOC_EUSAGE, "node '%s' has %d GPUs (at most %d)",
+				nd->name, nd->n_gpus, COLLOC_SCHED_MAX_GPUS);
+		for (int k = 0; k < out->n_types && !t; k++)
+			if (strcmp(out->types[k].name, nd->gpu_type) == 0)
+				t = &out->types[k];
+		if (!t) {
+			if (out->n_types == COLLOC_SIM_MAX_TYPES)
+				return colloc_diag_set(diag, COLLOC_ELIMIT,
+						       "more than %d GPU types in the "
+						       "node list",
+						       COLLOC_SIM_MAX_TYPES);
+			t = &out->types[out->n_types];
+			if (!node_type(nd->gpu_type, t))
+				return unknown_model(nd, diag);
+			out->n_types++;
+		}
+		t->n_gpus += nd->n_gpus;
+		if (nd->n_gpus > t->max_node_gpus)
+			t->max_node_gpus = nd->n_gpus;
+		if (nd->n_gpus > out->gpus_per_node)
+			out->gpus_per_node = nd->n_gpus;
+		if (t->mem_bytes > out->gpu_mem_bytes)
+			out->gpu_mem_bytes = t->mem_bytes;
+		out->n_nodes++;
+	}
+	for (int k = 1; k < out->n_types; k++)
+		if (out->types[k].n_gpus > out->types[ref].n_gpus)
+			ref = k;
+	snprintf(out->gpu_type, sizeof(out->gpu_type), "%s", out->types[ref].name);
+	out->idle_power_w = out->types[ref].idle_power_w;
+	out->max_power_w = out->types[ref].max_power_w;
+	out->platform = out->types[ref].platform;
+	out->nodes = nodes;
+	return 0;
 }
 
 void colloc_sim_opts_init(struct colloc_sim_opts *o)
@@ -259,6 +408,19 @@ struct est_cache {
 
 /* --- runtime state -------------------------------------------------------- */
 
+#define SPEC_NONE UINT16_MAX
+/* Values per node of the sum tree (struct sim's tsum). */
+#define TS ((size_t)4)
+
+/* What a run reads of one GPU type of its cluster (a homogeneous
+ * cluster's one type is type 0). */
+struct sim_type {
+	uint64_t mem; /* every GPU of the type has this much */
+	double idle_w, max_w;
+	int worker; /* its Gavel worker type for interference */
+	int max_node; /* the most GPUs of one node of the type */
+};
+
 enum { J_PENDING = 0, J_QUEUED, J_RUNNING, J_DONE, J_FAILED };
 
 /* One job. Kept small: a run holds a million of them. While it runs, its
@@ -278,6 +440,9 @@ struct job {
 	int prio, attempts;
 	int run_pos; /* its entry in rs while it runs */
 	uint16_t milli; /* declared share of each GPU, 1..1000 */
+	/* The GPU types it may use: struct sim's masks[spec], or SPEC_NONE:
+	 * none of the cluster's (it can never start). */
+	uint16_t spec;
 	unsigned version; /* of its completion event */
 	unsigned char state, n_gpus;
 	bool exclusive, at_peak, shared, crashed;
@@ -330,8 +495,10 @@ struct sim {
 	int *dirty; /* GPUs with dirty set */
 	int n_dirty;
 	/* Sum tree over GPUs: node k holds, for the GPUs below it, the sums
-	 * of activity clamped to 1 (tsum[3k]), unclamped (tsum[3k + 1]) and
-	 * memory in use (tsum[3k + 2]); leaf of GPU g is node leaves + g. */
+	 * of activity clamped to 1 (tsum[TS k]), unclamped (tsum[TS k + 1]),
+	 * memory in use (tsum[TS k + 2]; on a heterogeneous cluster, as a
+	 * fraction of each GPU's) and, heterogeneous only, power above idle
+	 * (tsum[TS k + 3]); leaf of GPU g is node leaves + g. */
 	double *tsum;
 	int leaves;
 	struct event *heap;
@@ -357,7 +524,16 @@ struct sim {
 	int n_cache;
 	struct colloc_platform plat;
 	const struct colloc_interference *im;
-	int worker; /* Gavel worker type used for interference */
+	/* GPU types: gs[g].type is GPU g's. hetero: the cluster's node list
+	 * (colloc_sim_cluster_nodes), where GPUs differ. */
+	struct sim_type ty[COLLOC_SIM_MAX_TYPES];
+	int n_ty;
+	bool hetero;
+	double idle_w; /* all GPUs' idle power */
+	/* The distinct sets of GPU types the jobs may use (a job's spec);
+	 * masks[0] is 0, any GPU. */
+	uint64_t *masks;
+	size_t n_masks, cap_masks;
 	/* The scheduler's configuration as this run uses it (sim_config). */
 	struct colloc_sched_config cfg;
 	struct colloc_sched_class classes[COLLOC_SCHED_MAX_CLASSES];
@@ -507,17 +683,23 @@ static void flush(struct sim *s)
 		v->busy_until_ms = busy;
 		s->gpus[g].dirty = false;
 		sched_load(s, g);
-		t = &s->tsum[3 * ((size_t)s->leaves + (size_t)g)];
+		t = &s->tsum[TS * ((size_t)s->leaves + (size_t)g)];
 		t[0] = v->util;
 		t[1] = u;
 		t[2] = m;
-		for (size_t k = ((size_t)s->leaves + (size_t)g) / 2; k >= 1; k /= 2) {
-			double *p = &s->tsum[3 * k], *l = &s->tsum[6 * k],
-			       *r = &s->tsum[6 * k + 3];
+		t[3] = 0;
+		if (s->hetero) {
+			const struct sim_type *ty = &s->ty[v->type];
 
-			p[0] = l[0] + r[0];
-			p[1] = l[1] + r[1];
-			p[2] = l[2] + r[2];
+			t[2] = m / (double)ty->mem;
+			t[3] = (ty->max_w - ty->idle_w) * v->util;
+		}
+		for (size_t k = ((size_t)s->leaves + (size_t)g) / 2; k >= 1; k /= 2) {
+			double *p = &s->tsum[TS * k], *l = &s->tsum[2 * TS * k],
+			       *r = &s->tsum[2 * TS * k + TS];
+
+			for (size_t i = 0; i < TS; i++)
+				p[i] = l[i] + r[i];
 		}
 	}
 	s->n_dirty = 0;
@@ -540,7 +722,8 @@ static void gpu_speeds(struct sim *s, int g, double *sp)
 			ij[k] = jb->ij;
 			busy[k] = jb->act;
 		}
-		colloc_interference_gpu_speeds(s->im, s->worker, ij, busy, gp->n, gp->sp);
+		colloc_interference_gpu_speeds(s->im, s->ty[s->gs[g].type].worker, ij,
+					       busy, gp->n, gp->sp);
 		gp->sp_ok = true;
 	}
 	memcpy(sp, gp->sp, sizeof(double) * (size_t)gp->n);
@@ -600,7 +783,7 @@ static int record(struct sim *s, int64_t now)
 	double u;
 
 	flush(s);
-	u = s->n_gpus ? s->tsum[3 + 1] / s->n_gpus : 0;
+	u = s->n_gpus ? s->tsum[TS + 1] / s->n_gpus : 0;
 	if (u > 1)
 		u = 1;
 	if (s->n_hist > 0 && s->hist_u[s->n_hist - 1] == u)
@@ -629,16 +812,22 @@ static int record(struct sim *s, int64_t now)
  * over GPUs are the tree's, current as of the end of that instant. */
 static void account(struct sim *s, int64_t now)
 {
-	double dt = (double)(now - s->acc_ms), a = s->tsum[3], m = s->tsum[3 + 2];
+	double dt = (double)(now - s->acc_ms), a = s->tsum[TS], m = s->tsum[TS + 2];
 
 	if (dt <= 0)
 		return;
 	s->util_area += a * dt;
 	s->alloc_area += (double)s->n_busy * dt;
-	s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
-	s->energy += (s->c->idle_power_w * s->n_gpus +
-		      (s->c->max_power_w - s->c->idle_power_w) * a) *
-		     dt / 1000.0;
+	if (s->hetero) {
+		/* each GPU's memory and power its type's */
+		s->mem_area += m * dt;
+		s->energy += (s->idle_w + s->tsum[TS + 3]) * dt / 1000.0;
+	} else {
+		s->mem_area += m / (double)s->c->gpu_mem_bytes * dt;
+		s->energy += (s->c->idle_power_w * s->n_gpus +
+			      (s->c->max_power_w - s->c->idle_power_w) * a) *
+			     dt / 1000.0;
+	}
 	s->acc_ms = now;
 }
 
@@ -708,6 +897,24 @@ static void enqueue(struct sim *s, int j)
 		s->may_start = true; /* the window changed */
 }
 
+/* Whether a job of n GPUs that may use the types of spec fits, with need
+ * and headroom bytes free on each, on some node of the cluster that runs
+ * nothing. */
+static bool fits_cluster(const struct sim *s, uint16_t spec, int n, uint64_t need,
+			 uint64_t headroom)
+{
+	uint64_t m;
+
+	if (spec == SPEC_NONE || need > UINT64_MAX - headroom)
+		return false;
+	m = s->masks[spec];
+	for (int t = 0; t < s->n_ty; t++)
+		if ((m == 0 || (m >> t & 1u)) && s->ty[t].max_node >= n &&
+		    s->ty[t].mem >= need + headroom)
+			return true;
+	return false;
+}
+
 static int stop_job(struct sim *s, int j, int64_t now)
 {
 	struct job *jb = &s->jobs[j];
@@ -752,7 +959,7 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 			used += g->jobs[k] == j || o->at_peak ? o->true_mem
 							      : o->true_mem / 10;
 		}
-		if (used > s->c->gpu_mem_bytes)
+		if (used > s->gs[gpus[i]].mem_total_bytes)
 			oom = true;
 	}
 	if (!oom) {
@@ -789,7 +996,7 @@ static int on_ramp(struct sim *s, int j, int64_t now)
 	jb->work_ms = jb->full_ms; /* no checkpoint: it starts over */
 	if (jb->attempts >= s->o->max_attempts)
 		jb->exclusive = true;
-	if (jb->need + s->cfg.headroom_bytes > s->c->gpu_mem_bytes ||
+	if (!fits_cluster(s, jb->spec, jb->n_gpus, jb->need, s->cfg.headroom_bytes) ||
 	    jb->attempts > s->o->max_attempts + 1) {
 		jb->state = J_FAILED;
 		jb->end_ms = now;
@@ -864,6 +1071,9 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 	for (int i = 0; i < jb->n_gpus; i++)
 		if ((rc = retime_gpu(s, s->rs[jb->run_pos].gpus[i], now)))
 			return rc;
+	if (s->o->on_start)
+		s->o->on_start(s->o->on_start_arg, now, (size_t)j,
+			       s->rs[jb->run_pos].gpus, jb->n_gpus);
 	return 0;
 }
 
@@ -899,6 +1109,7 @@ static int schedule(struct sim *s, int64_t now)
 			/* Its alone time, as a user's walltime would say. */
 			.walltime_ms = (int64_t)ceil(jb->work_ms),
 			.gpu_milli = jb->milli,
+			.type_mask = s->masks[jb->spec],
 		};
 	}
 	rc = colloc_sched_ctx_decide(s->sc, now, s->rr, s->qs, n_q, s->ds, n_q, &n_dec,
@@ -1014,8 +1225,9 @@ static int estimate_kind(struct sim *s, int kind, int64_t batch, uint64_t *need,
 	/* Only where the model has no derived activity for the type (a
 	 * loaded, unfitted model has none; the builtin one has no pairs):
 	 * the formula must read the job's own activity, one scale. */
-	if (colloc_interference_activity(s->im, s->worker, *gtype) >= 0)
-		*gtype = -1;
+	for (int t = 0; t < s->n_ty && *gtype >= 0; t++)
+		if (colloc_interference_activity(s->im, s->ty[t].worker, *gtype) >= 0)
+			*gtype = -1;
 	if (s->n_cache < (int)(sizeof(s->cache) / sizeof(s->cache[0])))
 		s->cache[s->n_cache++] =
 			(struct est_cache){kind, batch, *need, *act, *gtype};
@@ -1135,6 +1347,156 @@ static void sim_classes(struct sim *s)
 	s->cfg.n_classes = n;
 }
 
+/* Gavel measured K80, P100 and V100; newer GPUs use the V100 pairs (the
+ * closest architecture measured; docs/simulator.md). Today it changes
+ * little: the model's parameters are the same on every worker, and only
+ * measured pairs (--gavel) differ by worker. */
+static int worker_of(const char *type)
+{
+	return colloc_interference_worker(strncasecmp(type, "K80", 3) == 0    ? "k80"
+					  : strncasecmp(type, "P100", 4) == 0 ? "p100"
+									      : "v100");
+}
+
+/* The run's GPU types (s->ty) and its number of GPUs. */
+static void sim_types(struct sim *s)
+{
+	const struct colloc_sim_cluster *c = s->c;
+
+	s->hetero = c->nodes != NULL && c->n_types > 0;
+	if (!s->hetero) {
+		s->n_ty = 1;
+		s->ty[0] = (struct sim_type){c->gpu_mem_bytes, c->idle_power_w,
+					     c->max_power_w, worker_of(c->gpu_type),
+					     c->gpus_per_node};
+		s->n_gpus = c->n_nodes * c->gpus_per_node;
+		return;
+	}
+	s->n_ty = c->n_types < COLLOC_SIM_MAX_TYPES ? c->n_types : COLLOC_SIM_MAX_TYPES;
+	for (int t = 0; t < s->n_ty; t++) {
+		const struct colloc_sim_gpu_type *ct = &c->types[t];
+
+		s->ty[t] = (struct sim_type){
+			ct->mem_bytes, ct->idle_power_w, ct->max_power_w,
+			worker_of(ct->sim_type[0] ? ct->sim_type : ct->name),
+			ct->max_node_gpus};
+	}
+	s->n_gpus = c->nodes->n_gpus < (size_t)INT32_MAX ? (int)c->nodes->n_gpus : 0;
+}
+
+/* The scheduler's row of every GPU: node by node, the node list's nodes
+ * with GPUs in its order, each GPU of its node's type. */
+static int sim_gpus(struct sim *s, struct colloc_diag *diag)
+{
+	const struct colloc_sim_cluster *c = s->c;
+	int g = 0, nk = 0;
+
+	if (!s->hetero) {
+		for (g = 0; g < s->n_gpus; g++) {
+			s->gs[g].node = g / c->gpus_per_node;
+			s->gs[g].mem_total_bytes = c->gpu_mem_bytes;
+			s->gs[g].usable = true;
+		}
+		return 0;
+	}
+	for (size_t n = 0; n < c->nodes->n; n++) {
+		const struct colloc_sim_node *nd = &c->nodes->node[n];
+		int t = 0;
+
+		if (nd->n_gpus == 0)
+			continue;
+		while (t < s->n_ty && strcmp(c->types[t].name, nd->gpu_type) != 0)
+			t++;
+		if (t == s->n_ty || g + nd->n_gpus > s->n_gpus ||
+		    nd->n_gpus > s->ty[t].max_node)
+			return colloc_diag_set(diag, COLLOC_EUSAGE,
+					       "node '%s' does not match the cluster's "
+					       "GPU types (colloc_sim_cluster_nodes)",
+					       nd->name);
+		for (int i = 0; i < nd->n_gpus; i++, g++) {
+			s->gs[g].node = nk;
+			s->gs[g].mem_total_bytes = s->ty[t].mem;
+			s->gs[g].usable = true;
+			s->gs[g].type = t;
+			s->idle_w += s->ty[t].idle_w;
+		}
+		nk++;
+	}
+	if (g != s->n_gpus)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "the node list has %d GPUs, its count says %d", g,
+				       s->n_gpus);
+	return 0;
+}
+
+/*
+ * The GPU types trace job tj may use, as an index into s->masks, into
+ * *spec: 0 (any GPU) on a homogeneous cluster, without a gpu_spec, or
+ * where it names every type of the cluster; SPEC_NONE where it names
+ * none of them (the fill mode's rule, as FGD's simulator: it never runs).
+ * Returns 0, -ENOMEM, or COLLOC_ELIMIT past SPEC_NONE - 1 distinct sets.
+ */
+static int spec_of(struct sim *s, const struct colloc_trace_job *tj, uint16_t *spec)
+{
+	uint64_t m = 0, all = s->n_ty >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << s->n_ty) - 1;
+
+	*spec = 0;
+	if (!s->hetero || !tj->gpu_spec[0])
+		return 0;
+	for (const char *p = tj->gpu_spec; *p;) {
+		const char *bar = strchr(p, '|');
+		size_t len = bar ? (size_t)(bar - p) : strlen(p);
+
+		for (int t = 0; t < s->n_ty; t++)
+			if (strlen(s->c->types[t].name) == len &&
+			    memcmp(s->c->types[t].name, p, len) == 0)
+				m |= (uint64_t)1 << t;
+		p += len + (bar ? 1 : 0);
+	}
+	if (m == 0 || m == all) {
+		*spec = m == 0 ? SPEC_NONE : 0;
+		return 0;
+	}
+	for (size_t k = 0; k < s->n_masks; k++)
+		if (s->masks[k] == m) {
+			*spec = (uint16_t)k;
+			return 0;
+		}
+	if (s->n_masks >= SPEC_NONE)
+		return COLLOC_ELIMIT;
+	if (s->n_masks == s->cap_masks) {
+		size_t cap = s->cap_masks * 2;
+		uint64_t *nm = realloc(s->masks, cap * sizeof(*nm));
+
+		if (!nm)
+			return -ENOMEM;
+		s->masks = nm;
+		s->cap_masks = cap;
+	}
+	s->masks[s->n_masks] = m;
+	*spec = (uint16_t)s->n_masks++;
+	return 0;
+}
+
+/* The most GPUs of one node a job of spec may use, and the least memory of
+ * a GPU it may use (what a declared share is of: every GPU it may be given
+ * has at least that much). */
+static void spec_limits(const struct sim *s, uint16_t spec, int *max_node,
+			uint64_t *min_mem)
+{
+	uint64_t m = spec == SPEC_NONE ? 0 : s->masks[spec];
+
+	*max_node = 0;
+	*min_mem = UINT64_MAX;
+	for (int t = 0; t < s->n_ty; t++)
+		if (m == 0 || (m >> t & 1u)) {
+			if (s->ty[t].max_node > *max_node)
+				*max_node = s->ty[t].max_node;
+			if (s->ty[t].mem < *min_mem)
+				*min_mem = s->ty[t].mem;
+		}
+}
+
 /*
  * Offered load of trace on n_gpus GPUs with its arrival times scaled by
  * scale: its GPU time (GPUs x alone run time, a job wider than a node
@@ -1173,17 +1535,10 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	s.o = o;
 	s.rng = o->seed;
 	s.n_jobs = trace->n_jobs;
-	s.n_gpus = c->n_nodes * c->gpus_per_node;
 	s.im = o->interference ? o->interference : colloc_interference_builtin();
-	/* Gavel measured K80, P100 and V100; newer GPUs use the V100 pairs
-	 * (the closest architecture measured; docs/simulator.md). Today
-	 * it changes nothing: the model's parameters are the same on every
-	 * worker, and jobs carry no Gavel type (so no per-type activity or
-	 * measured pair is looked up). */
-	s.worker = colloc_interference_worker(
-		strncasecmp(c->gpu_type, "K80", 3) == 0	   ? "k80"
-		: strncasecmp(c->gpu_type, "P100", 4) == 0 ? "p100"
-							   : "v100");
+	sim_types(&s);
+	if (s.n_gpus < 1)
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "the cluster has no GPUs");
 	if ((rc = load_platform(c, &s.plat, diag)))
 		return rc;
 	for (s.leaves = 1; s.leaves < s.n_gpus; s.leaves *= 2)
@@ -1197,7 +1552,10 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	s.gpus = calloc((size_t)s.n_gpus, sizeof(*s.gpus));
 	s.gs = calloc((size_t)s.n_gpus, sizeof(*s.gs));
 	s.dirty = calloc((size_t)s.n_gpus, sizeof(*s.dirty));
-	s.tsum = calloc((size_t)s.leaves * 6, sizeof(*s.tsum));
+	s.tsum = calloc((size_t)s.leaves * 2 * TS, sizeof(*s.tsum));
+	s.cap_masks = 16;
+	s.n_masks = 1; /* masks[0]: any GPU */
+	s.masks = calloc(s.cap_masks, sizeof(*s.masks));
 	s.qbuf = calloc(s.qcap, sizeof(*s.qbuf));
 	s.qs = calloc(s.n_window + 1, sizeof(*s.qs));
 	s.ds = calloc(s.n_window + 1, sizeof(*s.ds));
@@ -1206,15 +1564,13 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 	out->series_t_s = calloc((size_t)o->series_points + 1, sizeof(double));
 	out->series_util = calloc((size_t)o->series_points + 1, sizeof(double));
 	if (!s.jobs || !s.gpus || !s.gs || !s.dirty || !s.tsum || !s.qbuf || !s.qs ||
-	    !s.ds || !out->jct_s || !waits || !out->series_t_s || !out->series_util) {
+	    !s.ds || !out->jct_s || !waits || !out->series_t_s || !out->series_util ||
+	    !s.masks) {
 		rc = colloc_diag_set(diag, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (int g = 0; g < s.n_gpus; g++) {
-		s.gs[g].node = g / c->gpus_per_node;
-		s.gs[g].mem_total_bytes = c->gpu_mem_bytes;
-		s.gs[g].usable = true;
-	}
+	if ((rc = sim_gpus(&s, diag)))
+		goto out;
 	sim_config(&s);
 	out->offered_load = offered_load(trace, s.n_gpus, 1.0);
 	if (o->load > 0 && out->offered_load > 0) {
@@ -1231,9 +1587,9 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		const struct colloc_trace_job *tj = &trace->jobs[j];
 		int kind = tj->model[0] ? kind_of(tj->model) : -1;
 		int64_t batch;
-		uint64_t est;
+		uint64_t est, min_mem;
 		double e;
-		int gtype;
+		int gtype, max_node;
 
 		if (tj->n_gpus < 1 || tj->duration_ms <= 0) {
 			rc = colloc_diag_set(diag, COLLOC_EUSAGE,
@@ -1243,6 +1599,16 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 					     tj->n_gpus < 1 ? "no GPUs" : "no run time");
 			goto out;
 		}
+		if ((rc = spec_of(&s, tj, &jb->spec))) {
+			(void)colloc_diag_set(diag, rc,
+					      rc == -ENOMEM
+						      ? "out of memory"
+						      : "more than %d distinct sets of "
+							"GPU types in the trace",
+					      SPEC_NONE - 1);
+			goto out;
+		}
+		spec_limits(&s, jb->spec, &max_node, &min_mem);
 		jb->submit_ms = (int64_t)llround((double)tj->submit_ms * time_scale);
 		if (kind < 0)
 			kind = (int)(rng_next(&s.rng) % N_MIX);
@@ -1259,21 +1625,22 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 					       ? tj->gpu_milli
 					       : 1000);
 		/* The policies that trust requests see the declared memory:
-		 * the trace's, else the declared share of the GPU's. */
+		 * the trace's, else the declared share of the GPU's (of the
+		 * smallest it may be given, on a heterogeneous cluster). */
 		if (by_request(s.cfg.policy))
-			jb->need = tj->mem_bytes > 0
-					   ? tj->mem_bytes
-					   : c->gpu_mem_bytes / 1000 * jb->milli;
+			jb->need = tj->mem_bytes > 0 ? tj->mem_bytes
+						     : min_mem / 1000 * jb->milli;
 		/* Interference identity: the same activity the scheduler
 		 * sees, on the model's scale (sim.h); the Gavel type only
 		 * selects measured pairs (estimate_kind). */
 		jb->ij.type = gtype;
 		jb->ij.activity = jb->act * COLLOC_SIM_INTERFERENCE_SCALE;
+		/* A job wider than a node (of the types it may use) runs on one
+		 * node for proportionally longer (same GPU time). */
+		if (max_node < 1)
+			max_node = c->gpus_per_node;
 		jb->n_gpus =
-			(unsigned char)(tj->n_gpus > c->gpus_per_node ? c->gpus_per_node
-								      : tj->n_gpus);
-		/* A job wider than a node runs on one node for proportionally
-		 * longer (same GPU time). */
+			(unsigned char)(tj->n_gpus > max_node ? max_node : tj->n_gpus);
 		jb->work_ms = (double)tj->duration_ms * tj->n_gpus / jb->n_gpus;
 		jb->full_ms = jb->work_ms;
 		jb->prio = tj->priority;
@@ -1314,8 +1681,10 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		while (next_arrival < s.n_jobs && s.jobs[next_arrival].submit_ms == now) {
 			struct job *jb = &s.jobs[next_arrival];
 
-			if (jb->need + s.cfg.headroom_bytes > c->gpu_mem_bytes) {
-				jb->state = J_FAILED; /* larger than any GPU */
+			if (!fits_cluster(&s, jb->spec, jb->n_gpus, jb->need,
+					  s.cfg.headroom_bytes)) {
+				/* larger than any GPU (it may use) */
+				jb->state = J_FAILED;
 				done++;
 			} else {
 				enqueue(&s, (int)next_arrival);
@@ -1451,6 +1820,7 @@ out:
 	free(s.ds);
 	free(s.hist_t);
 	free(s.hist_u);
+	free(s.masks);
 	free(waits);
 	if (rc)
 		colloc_sim_result_fini(out);

@@ -13,7 +13,8 @@
  * Host resources (cpu_milli, memory_mib) and GPU type constraints
  * (gpu_spec: "V100M16|V100M32", empty or "nan" for none) are kept with the
  * job for the placement rules that read them (the fill mode,
- * colloc/sim_fill.h). Not mapped: qos and pod_phase. The multigpu* lists
+ * colloc/sim_fill.h, and gpu_spec the event simulator on a node list,
+ * colloc_sim_cluster_nodes). Not mapped: qos and pod_phase. The multigpu* lists
  * have no time columns and are refused at the header.
  */
 #include <ctype.h>

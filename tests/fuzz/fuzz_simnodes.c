@@ -1,16 +1,18 @@
 /*
  * fuzz_simnodes.c — libFuzzer target for node lists (colloc/sim_fill.h,
  * colloc_sim_nodes_parse) and, on a list that parses, a fill run of a
- * fixed two-pod trace on it. The readers' promises on success (at least
+ * fixed two-pod trace on it and the event simulator's cluster of it
+ * (colloc_sim_cluster_nodes). The readers' promises on success (at least
  * one node, GPU counts within the limit, a type exactly where there are
- * GPUs, the total matching) are asserted here; the sanitizers are the rest
- * of the oracle.
+ * GPUs, the total matching; every GPU in one of the cluster's types) are
+ * asserted here; the sanitizers are the rest of the oracle.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "colloc/sim.h"
 #include "colloc/sim_fill.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -42,6 +44,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (gpus != n->n_gpus)
 		abort();
+	{
+		/* static: the cluster holds a table of every GPU type */
+		static struct colloc_sim_cluster c;
+		size_t typed = 0;
+
+		if (colloc_sim_cluster_nodes(n, &c, &diag) == 0) {
+			for (int t = 0; t < c.n_types; t++) {
+				if (c.types[t].max_node_gpus > c.gpus_per_node ||
+				    c.types[t].mem_bytes == 0)
+					abort();
+				typed += (size_t)c.types[t].n_gpus;
+			}
+			if (c.n_types < 1 || typed != gpus || c.nodes != n)
+				abort();
+		} else if (gpus > 0 && !diag.msg[0]) {
+			abort();
+		}
+	}
 	if (gpus > 0 && n->n <= 64) {
 		struct colloc_trace_opts o;
 		struct colloc_trace *t = NULL;

@@ -7,9 +7,10 @@
  *
  * Scenario format, one item per line, '#' comments:
  *   config policy=P headroom=SIZE util_bound=X backfill=0|1 starve=DUR now=DUR cursor=N
- *   gpu node=N total=SIZE [used=SIZE] [util=X] [usable=0|1]
+ *   gpu node=N total=SIZE [used=SIZE] [util=X] [usable=0|1] [type=T]
  *   run id=N gpus=G[,G...] need=SIZE [used=SIZE] [peak=0|1] [util=X] [exclusive=0|1]
  *   job id=N gpus=N need=SIZE [util=X] [prio=N] [submit=DUR] [exclusive=0|1]
+ *       [types=T[,T...]]        the GPU types it may use (type_mask)
  *   start ID on G[,G...]        the expected decisions, in order
  * DUR is milliseconds, or seconds with an "s" suffix.
  */
@@ -141,7 +142,14 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			g->isolated = strcmp(v, "0") != 0;
 		else if (g && strcmp(kv, "busy_until") == 0)
 			g->busy_until_ms = dur_ms(v);
-		else if (j && strcmp(kv, "walltime") == 0)
+		else if (g && strcmp(kv, "type") == 0)
+			g->type = (int)strtol(v, NULL, 10);
+		else if (j && strcmp(kv, "types") == 0) {
+			int t[COLLOC_SCHED_MAX_GPUS], n_t = gpu_list(v, t);
+
+			for (int i = 0; i < n_t; i++)
+				j->type_mask |= (uint64_t)1 << (t[i] & 63);
+		} else if (j && strcmp(kv, "walltime") == 0)
 			j->walltime_ms = dur_ms(v);
 		else if ((r || j) && strcmp(kv, "id") == 0)
 			*(r ? &r->job_id : &j->id) = strtoull(v, NULL, 10);
@@ -248,9 +256,9 @@ static void run_scenario(void **state)
 static void test_invalid_input(void **state)
 {
 	struct colloc_sched_config cfg;
-	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true, false, 0};
+	struct colloc_sched_gpu gpu = {0, 40ull << 30, 0, 0, true, false, 0, 0};
 	struct colloc_sched_running r = {1, 1, {3}, 1, 0, false, 0, false, 0};
-	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false, 0, 0};
+	struct colloc_sched_job j = {2, 0, 1, 0, 0, 0, false, 0, 0, 0};
 	struct colloc_sched_state st = {&gpu, 1, NULL, 0, 0, 0};
 	struct colloc_sched_decision d[4];
 	struct colloc_diag diag = {{0}};
@@ -1036,13 +1044,189 @@ static void test_easy_index_is_scan(void **state)
 	}
 }
 
+/* GPU types on a random case, from a generator of its own: each node's
+ * GPUs are of one of four types (now and then a GPU of a type outside
+ * 0..63, which only unconstrained jobs may use), and about a third of the
+ * jobs may use one or two of the types only. */
+static void rcase_types(struct rcase *c, int k)
+{
+	uint64_t y = 0x7e9e5ull + (uint64_t)k;
+
+	for (int g = 0; g < c->st.n_gpus; g++) {
+		c->gpus[g].type = (int)((unsigned)c->gpus[g].node % 4);
+		if (rng_below(&y, 40) == 0)
+			c->gpus[g].type = rng_below(&y, 2) ? 64 : -1;
+	}
+	for (size_t j = 0; j < c->n_jobs; j++) {
+		uint64_t m = 0;
+
+		if (rng_below(&y, 3) == 0) {
+			m = (uint64_t)1 << rng_below(&y, 4);
+			if (rng_below(&y, 2))
+				m |= (uint64_t)1 << rng_below(&y, 4);
+		}
+		c->jobs[j].type_mask = m;
+	}
+}
+
+/* Whether job j may use GPU g of c by the rule of sched.h. */
+static bool type_allows(const struct rcase *c, const struct colloc_sched_job *j, int g)
+{
+	int t = c->gpus[g].type;
+
+	return j->type_mask == 0 || (t >= 0 && t < 64 && (j->type_mask >> t & 1u));
+}
+
+/*
+ * c's state after the decisions d[0..n) started (not yet at their peak),
+ * into run[] (room for the running jobs and n more); returns its length.
+ * c's job ids are 1 + their index.
+ */
+static size_t started_state(const struct rcase *c, const struct colloc_sched_decision *d,
+			    size_t n, struct colloc_sched_running *run)
+{
+	size_t n_run = c->st.n_running;
+
+	if (n_run)
+		memcpy(run, c->run, n_run * sizeof(*run));
+	for (size_t i = 0; i < n; i++) {
+		const struct colloc_sched_job *j;
+		struct colloc_sched_running *r = &run[n_run++];
+
+		assert_true(d[i].job_id >= 1 && d[i].job_id <= c->n_jobs);
+		j = &c->jobs[d[i].job_id - 1];
+		memset(r, 0, sizeof(*r));
+		r->job_id = j->id;
+		r->n_gpus = d[i].n_gpus;
+		memcpy(r->gpus, d[i].gpus, sizeof(int) * (size_t)r->n_gpus);
+		r->mem_need_bytes = j->mem_need_bytes;
+		r->util_pred = j->util_pred;
+		r->exclusive = j->exclusive;
+		r->gpu_milli = j->gpu_milli;
+	}
+	return n_run;
+}
+
+/*
+ * GPU types, on the random cases with types (rcase_types) and backfill:
+ * a context (its search tree from the first search on the large cases,
+ * its reservation index and memo with EASY) decides what
+ * colloc_sched_decide does; no job lands on a GPU of a type it may not
+ * use; and, under the starvation rule (no reservation), no job is left
+ * waiting that could start once the pass is over (placements only take
+ * room, so such a job could have started when its turn came): what a
+ * failure wrongly taken to cover a job of other types would do.
+ */
+static void test_types(void **state)
+{
+	enum { MAX_CHECKED = 150 };
+
+	(void)state;
+	for (int k = 0; k < GOLDEN_SMALL + GOLDEN_LARGE; k++) {
+		struct rcase c;
+		struct colloc_sched_ctx *ctx = NULL;
+		struct colloc_sched_decision *d1, *d2, one[1];
+		struct colloc_sched_running *run;
+		struct colloc_diag diag = {{0}};
+		size_t n1 = 0, n2 = 0, n_one = 0, checked = 0;
+		int rr1 = 0, rr2 = 0;
+		bool easy = k % 2 == 1;
+		uint64_t x = 0x7e9e5eedull + (uint64_t)k;
+
+		rcase_make(&c, k);
+		rcase_types(&c, k);
+		/* Ids of their own: a decision names its job by id. */
+		for (size_t j = 0; j < c.n_jobs; j++)
+			c.jobs[j].id = 1 + (uint64_t)j;
+		c.cfg.backfill = true;
+		c.cfg.starve_ms = INT64_C(1) << 50;
+		if (easy) {
+			c.cfg.backfill_rule = COLLOC_BACKFILL_EASY;
+			for (int g = 0; g < c.st.n_gpus; g++)
+				c.gpus[g].busy_until_ms =
+					c.st.now_ms + 1000 * (int64_t)rng_below(&x, 50);
+			for (size_t j = 0; j < c.n_jobs; j++)
+				c.jobs[j].walltime_ms = 1000 * (int64_t)rng_below(&x, 60);
+		}
+		d1 = calloc(c.n_jobs + 1, sizeof(*d1));
+		d2 = calloc(c.n_jobs + 1, sizeof(*d2));
+		run = calloc(c.st.n_running + c.n_jobs + 1, sizeof(*run));
+		assert_true(d1 && d2 && run);
+		assert_int_equal(
+			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
+			0);
+		for (int g = 0; g < c.st.n_gpus; g++) {
+			struct colloc_sched_load l;
+
+			load_of(c.run, c.st.n_running, g, &l);
+			assert_int_equal(
+				colloc_sched_ctx_set_gpu(ctx, g, &c.gpus[g], &l, &diag),
+				0);
+		}
+		assert_int_equal(colloc_sched_decide(&c.cfg, &c.st, c.jobs, c.n_jobs, d1,
+						     c.n_jobs, &n1, &rr1, &diag),
+				 0);
+		assert_int_equal(colloc_sched_ctx_decide(ctx, c.st.now_ms, c.st.rr_cursor,
+							 c.jobs, c.n_jobs, d2, c.n_jobs,
+							 &n2, &rr2, &diag),
+				 0);
+		if (n1 != n2 || rr1 != rr2)
+			fail_msg("types case %d: %zu decisions, cursor %d; context: "
+				 "%zu, %d",
+				 k, n1, rr1, n2, rr2);
+		for (size_t i = 0; i < n1; i++) {
+			const struct colloc_sched_job *j;
+
+			if (d1[i].job_id != d2[i].job_id ||
+			    memcmp(d1[i].gpus, d2[i].gpus,
+				   sizeof(int) * (size_t)d1[i].n_gpus) != 0)
+				fail_msg("types case %d: decision %zu differs", k, i);
+			assert_true(d1[i].job_id >= 1 && d1[i].job_id <= c.n_jobs);
+			j = &c.jobs[d1[i].job_id - 1];
+			for (int g = 0; g < d1[i].n_gpus; g++)
+				if (!type_allows(&c, j, d1[i].gpus[g]))
+					fail_msg("types case %d: job %llu (types %#llx) "
+						 "on GPU %d of type %d",
+						 k, (unsigned long long)j->id,
+						 (unsigned long long)j->type_mask,
+						 d1[i].gpus[g],
+						 c.gpus[d1[i].gpus[g]].type);
+		}
+		c.st.running = run;
+		c.st.n_running = started_state(&c, d1, n1, run);
+		for (size_t q = 0; q < c.n_jobs && !easy && checked < MAX_CHECKED; q++) {
+			bool started = false;
+
+			for (size_t i = 0; i < n1 && !started; i++)
+				started = d1[i].job_id == c.jobs[q].id;
+			if (started)
+				continue;
+			checked++;
+			assert_int_equal(colloc_sched_decide(&c.cfg, &c.st, &c.jobs[q], 1,
+							     one, 1, &n_one, NULL, &diag),
+					 0);
+			if (n_one)
+				fail_msg("types case %d: job %llu (types %#llx, %d GPUs) "
+					 "waits, but GPU %d takes it after the pass",
+					 k, (unsigned long long)c.jobs[q].id,
+					 (unsigned long long)c.jobs[q].type_mask,
+					 c.jobs[q].n_gpus, one[0].gpus[0]);
+		}
+		colloc_sched_ctx_destroy(ctx);
+		free(run);
+		free(d2);
+		free(d1);
+		rcase_free(&c);
+	}
+}
+
 static void test_ctx_errors(void **state)
 {
 	struct colloc_sched_config cfg;
-	struct colloc_sched_gpu gpus[2] = {{0, 1 << 30, 0, 0, true, false, 0},
-					   {0, 1 << 30, 0, 0, true, false, 0}};
+	struct colloc_sched_gpu gpus[2] = {{0, 1 << 30, 0, 0, true, false, 0, 0},
+					   {0, 1 << 30, 0, 0, true, false, 0, 0}};
 	struct colloc_sched_gpu moved = gpus[0];
-	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false, 0, 0};
+	struct colloc_sched_job bad = {1, 0, 0, 0, 0, 0, false, 0, 0, 0};
 	struct colloc_sched_decision d[1];
 	struct colloc_sched_ctx *ctx = NULL;
 	struct colloc_diag diag = {{0}};
@@ -1112,6 +1296,7 @@ int main(int argc, char **argv)
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_errors);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_share_tree_is_scan);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_easy_index_is_scan);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_types);
 	failed = _cmocka_run_group_tests("sched", tests, t, NULL, NULL);
 	for (size_t k = 0; k < n; k++)
 		free(names[k]);

@@ -9,7 +9,10 @@
  * their activity, which the test asks the model for. The kinds with graphs
  * take their activity from the predictor (colloc/perf.h): one test checks
  * it is the predictor's SM activity, one that 16 BERT jobs on one GPU
- * cannot together progress faster than the GPU allows.
+ * cannot together progress faster than the GPU allows. Heterogeneous
+ * clusters read the node list and pod list excerpts of tests/data/traces
+ * (found through COLLOC_TRACE_DIR): jobs land only on GPU models their
+ * gpu_spec allows, and every GPU has its own model's memory.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -29,6 +33,7 @@
 #include "colloc/platform.h"
 #include "colloc/shape.h"
 #include "colloc/sim.h"
+#include "colloc/sim_fill.h"
 #include "colloc/zoo.h"
 
 static struct colloc_trace *parse(const char *text)
@@ -537,6 +542,272 @@ static void test_request_shares(void **state)
 	colloc_trace_destroy(t);
 }
 
+/* --- heterogeneous clusters: node lists ---------------------------------- */
+
+#define MAX_GPUS 64
+#define MAX_JOBS 64
+
+static const char *trace_dir(void)
+{
+	const char *d = getenv("COLLOC_TRACE_DIR");
+
+	return d ? d : "tests/data/traces";
+}
+
+static struct colloc_sim_nodes *read_nodes(const char *file)
+{
+	struct colloc_sim_nodes *n = NULL;
+	struct colloc_diag diag = {{0}};
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", trace_dir(), file);
+	if (colloc_sim_nodes_read(path, &n, &diag))
+		fail_msg("%s", diag.msg);
+	return n;
+}
+
+/*
+ * Every start of a run on a node list, checked as it happens: a job's GPUs
+ * are on one node, whose model its gpu_spec names (when it has one). The
+ * GPU -> node map is worked out here from the list (GPUs numbered node by
+ * node, nodes without GPUs skipped), not asked of the simulator.
+ */
+struct starts {
+	const struct colloc_trace *t;
+	const struct colloc_sim_nodes *nl;
+	int node_of[MAX_GPUS];
+	int64_t start_ms[MAX_JOBS]; /* the last start of each job, -1: none */
+	int node[MAX_JOBS]; /* its node in the list */
+	int bad;
+	char why[256];
+};
+
+static void starts_init(struct starts *st, const struct colloc_trace *t,
+			const struct colloc_sim_nodes *nl)
+{
+	int g = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->t = t;
+	st->nl = nl;
+	assert_true(t->n_jobs <= MAX_JOBS);
+	for (size_t n = 0; n < nl->n; n++)
+		for (int i = 0; i < nl->node[n].n_gpus; i++) {
+			assert_true(g < MAX_GPUS);
+			st->node_of[g++] = (int)n;
+		}
+	for (int j = 0; j < MAX_JOBS; j++)
+		st->start_ms[j] = st->node[j] = -1;
+}
+
+/* Whether spec ("V100M16|V100M32", "" any) names model. */
+static bool spec_names(const char *spec, const char *model)
+{
+	size_t len = strlen(model);
+
+	if (!spec[0])
+		return true;
+	for (const char *p = spec; *p;) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (n == len && memcmp(p, model, n) == 0)
+			return true;
+		p += n + (bar ? 1 : 0);
+	}
+	return false;
+}
+
+static void on_start(void *arg, int64_t now_ms, size_t job, const int *gpus, int n_gpus)
+{
+	struct starts *st = arg;
+	const struct colloc_trace_job *tj = &st->t->jobs[job];
+	int node = st->node_of[gpus[0]];
+
+	st->start_ms[job] = now_ms;
+	st->node[job] = node;
+	for (int i = 0; i < n_gpus && !st->bad; i++) {
+		const struct colloc_sim_node *nd = &st->nl->node[st->node_of[gpus[i]]];
+
+		if (st->node_of[gpus[i]] != node ||
+		    !spec_names(tj->gpu_spec, nd->gpu_type)) {
+			st->bad++;
+			snprintf(st->why, sizeof(st->why),
+				 "job %llu (gpu_spec '%s') on GPU %d of node %s (%s)",
+				 (unsigned long long)tj->id, tj->gpu_spec, gpus[i],
+				 nd->name, nd->gpu_type);
+		}
+	}
+}
+
+static void run_nodes(const struct colloc_trace *t, const struct colloc_sim_nodes *nl,
+		      int policy, struct starts *st, struct colloc_sim_result *r)
+{
+	struct colloc_sim_cluster c;
+	struct colloc_sim_opts o;
+	struct colloc_diag diag = {{0}};
+
+	assert_int_equal(colloc_sim_cluster_nodes(nl, &c, &diag), 0);
+	colloc_sim_opts_init(&o);
+	o.sched.policy = policy;
+	o.est_error = 0;
+	starts_init(st, t, nl);
+	o.on_start = on_start;
+	o.on_start_arg = st;
+	if (colloc_sim_run(t, &c, &o, r, &diag))
+		fail_msg("%s", diag.msg);
+	if (st->bad)
+		fail_msg("%s: %s", colloc_policy_name(policy), st->why);
+}
+
+/* The excerpt node list as a cluster: its types, their memory (the
+ * simulator's own types, G2 as FGD's simulator has it), the reference type;
+ * and what a node list the simulator cannot take is told. */
+static void test_node_list_cluster(void **state)
+{
+	static const char unknown[] = "sn,cpu_milli,memory_mib,gpu,model\n"
+				      "a,1000,1024,2,B200\n";
+	static const char cpu_only[] = "sn,cpu_milli,memory_mib,gpu,model\n"
+				       "a,1000,1024,0,\n";
+	struct colloc_sim_nodes *nl = read_nodes("alibaba2023_types_nodes.csv"),
+				*bad = NULL;
+	struct colloc_sim_cluster c, one;
+	struct colloc_diag diag = {{0}};
+
+	(void)state;
+	assert_int_equal(colloc_sim_cluster_nodes(nl, &c, &diag), 0);
+	assert_int_equal(c.n_nodes, 4); /* the CPU-only node is no part of it */
+	assert_int_equal(c.gpus_per_node, 4);
+	assert_int_equal(c.n_types, 3);
+	assert_string_equal(c.types[0].name, "T4");
+	assert_string_equal(c.types[1].name, "V100M32");
+	assert_string_equal(c.types[2].name, "G2");
+	assert_int_equal(c.types[0].n_gpus, 4);
+	assert_int_equal(c.types[0].max_node_gpus, 2);
+	assert_int_equal(colloc_sim_cluster_parse("1x1xT4", &one, &diag), 0);
+	assert_true(c.types[0].mem_bytes == one.gpu_mem_bytes);
+	assert_string_equal(c.types[0].platform, one.platform);
+	assert_int_equal(colloc_sim_cluster_parse("1x1xV100-32GB", &one, &diag), 0);
+	assert_true(c.types[1].mem_bytes == one.gpu_mem_bytes);
+	assert_true(c.gpu_mem_bytes == one.gpu_mem_bytes);
+	assert_string_equal(c.types[1].sim_type, "V100-32GB");
+	assert_true(c.types[2].mem_bytes == 20971520000ull);
+	assert_null(c.types[2].platform);
+	/* T4 and G2 have 4 GPUs each: the first is the reference */
+	assert_string_equal(c.gpu_type, "T4");
+	assert_string_equal(c.platform, c.types[0].platform);
+	assert_ptr_equal(c.nodes, nl);
+	colloc_sim_nodes_destroy(nl);
+
+	assert_int_equal(
+		colloc_sim_nodes_parse("x.csv", unknown, strlen(unknown), &bad, &diag),
+		0);
+	assert_int_equal(colloc_sim_cluster_nodes(bad, &c, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "'B200'"));
+	assert_non_null(strstr(diag.msg, "V100M16"));
+	assert_non_null(strstr(diag.msg, "A100-40GB"));
+	colloc_sim_nodes_destroy(bad);
+	assert_int_equal(
+		colloc_sim_nodes_parse("x.csv", cpu_only, strlen(cpu_only), &bad, &diag),
+		0);
+	assert_int_equal(colloc_sim_cluster_nodes(bad, &c, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "no GPUs"));
+	colloc_sim_nodes_destroy(bad);
+}
+
+/*
+ * The excerpt pod list on the excerpt node list: under every policy no pod
+ * runs on a GPU model its gpu_spec does not name, the pod that names only
+ * a model the cluster lacks (A10) fails, and none is lost. A T4-only pod
+ * waits for a T4 while GPUs of other models are free: t-pod-04 arrives at
+ * 2 s, when four T4 pods hold the four T4s and the V100M32 and G2 nodes run
+ * nothing; without the constraints it starts at once.
+ */
+static void test_node_list_types(void **state)
+{
+	struct colloc_sim_nodes *nl = read_nodes("alibaba2023_types_nodes.csv");
+	struct colloc_trace *t = NULL;
+	struct colloc_diag diag = {{0}};
+	struct colloc_sim_result r;
+	struct starts st;
+	char path[4096];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/alibaba2023_types_pods.csv", trace_dir());
+	if (colloc_trace_read("alibaba2023", path, NULL, &t, &diag))
+		fail_msg("%s", diag.msg);
+	assert_int_equal(t->n_jobs, 20); /* t-pod-18 is CPU-only */
+	for (int policy = 0; policy < COLLOC_POLICY_COUNT_; policy++) {
+		run_nodes(t, nl, policy, &st, &r);
+		assert_int_equal(r.failed, 1);
+		assert_int_equal(r.finished, 19);
+		assert_int_equal(r.jobs_lost, 0);
+		for (size_t j = 0; j < t->n_jobs; j++)
+			if (strcmp(t->jobs[j].gpu_spec, "A10") == 0)
+				assert_true(st.start_ms[j] < 0);
+		colloc_sim_result_fini(&r);
+	}
+	run_nodes(t, nl, COLLOC_POLICY_EXCLUSIVE, &st, &r);
+	assert_int_equal(t->jobs[4].id, 4);
+	assert_true(st.start_ms[4] > t->jobs[4].submit_ms);
+	colloc_sim_result_fini(&r);
+	for (size_t j = 0; j < t->n_jobs; j++)
+		t->jobs[j].gpu_spec[0] = '\0';
+	run_nodes(t, nl, COLLOC_POLICY_EXCLUSIVE, &st, &r);
+	assert_true(st.start_ms[4] == t->jobs[4].submit_ms);
+	assert_int_equal(r.failed, 0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+	colloc_sim_nodes_destroy(nl);
+}
+
+/*
+ * Each GPU has its model's memory: jobs declaring 20 GiB (request) fit only
+ * the V100M32s (31.7 GiB; a T4 has 15 GiB, a G2 19.5 GiB), so two run at a
+ * time there and the third after them; one declaring 40 GiB fits no GPU
+ * and fails. And a GPU runs out of its own memory: eleven jobs declaring
+ * 1 GiB and 0.09 of a GPU each go to the first GPU (a T4) together, and
+ * at their peaks (dqn: 1.5 GiB) the last to allocate crash there.
+ */
+static void test_node_list_memory(void **state)
+{
+	static char packed[1024];
+	size_t off = 0;
+
+	struct colloc_sim_nodes *nl = read_nodes("alibaba2023_types_nodes.csv");
+	struct colloc_trace *t = parse("id,submit_s,duration_s,gpus,model,mem\n"
+				       "1,0,100,1,dqn,20GiB\n"
+				       "2,0,100,1,dqn,20GiB\n"
+				       "3,0,100,1,dqn,20GiB\n"
+				       "4,0,100,1,dqn,40GiB\n");
+	struct colloc_sim_result r;
+	struct starts st;
+
+	(void)state;
+	run_nodes(t, nl, COLLOC_POLICY_REQUEST, &st, &r);
+	assert_int_equal(r.finished, 3);
+	assert_int_equal(r.failed, 1);
+	assert_true(fabs(r.makespan_s - 200) < 1e-6);
+	for (int j = 0; j < 3; j++)
+		assert_string_equal(nl->node[st.node[j]].gpu_type, "V100M32");
+	assert_true(st.start_ms[3] < 0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+
+	off = (size_t)snprintf(packed, sizeof(packed),
+			       "id,submit_s,duration_s,gpus,gpu_milli,model,mem\n");
+	for (int j = 1; j <= 11; j++)
+		off += (size_t)snprintf(packed + off, sizeof(packed) - off,
+					"%d,0,1000,1,90,dqn,1GiB\n", j);
+	t = parse(packed);
+	run_nodes(t, nl, COLLOC_POLICY_REQUEST, &st, &r);
+	assert_int_equal(r.finished, 11);
+	assert_true(r.oom_crashes > 0);
+	colloc_sim_result_fini(&r);
+	colloc_trace_destroy(t);
+	colloc_sim_nodes_destroy(nl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +823,9 @@ int main(void)
 		cmocka_unit_test(test_energy_and_memory),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_request_shares),
+		cmocka_unit_test(test_node_list_cluster),
+		cmocka_unit_test(test_node_list_types),
+		cmocka_unit_test(test_node_list_memory),
 	};
 
 	return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
