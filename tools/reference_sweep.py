@@ -24,7 +24,9 @@ the DCGAN generator and discriminator), this
 
 Each model runs in a worker process of its own (an out-of-memory kill loses one model, not the
 sweep); its result is kept in --work (default /tmp/colloc-sweep) so an interrupted sweep resumes
-where it stopped (--fresh starts over).
+where it stopped (--fresh starts over). The merge into --out covers every model with a result
+in --work, and keeps the cases the existing --out holds for models without one (a sweep made on
+another machine: --only adds models to the committed data instead of replacing it).
 
     nice -n 10 /usr/bin/python3 tools/reference_sweep.py            # everything (hours on 2 cores)
     /usr/bin/python3 tools/reference_sweep.py --only resnet18,lstm_lm --out /tmp/s.json \\
@@ -672,6 +674,49 @@ def cases_of(rec, graphs_rel, folder):
     return out
 
 
+def carried_cases(out, work, graphs, models, log):
+    """The cases of the existing `out` for models without a result in `work`: what an earlier
+    run measured (on another machine, whose --work is gone) stays in the merge instead of being
+    dropped with its graphs. Graph files missing from `graphs` are left out with a note (as
+    cases_of does). Returns ({model: [case]}, {model: worker seconds}, the carried models'
+    worker seconds that are not known per model, or None)."""
+    if not os.path.exists(out):
+        return {}, {}, None
+    with open(out) as f:
+        old = json.load(f)
+    carried = {}
+    for c in old.get("cases", []):
+        name = c.get("model")
+        if os.path.exists(os.path.join(work, f"{name}.json")):
+            continue
+        if name not in models:
+            log(f"  {out}: {name} is no longer a sweep model: left out")
+            continue
+        c = dict(c)
+        present = {v: f for v, f in c.get("graphs", {}).items()
+                   if os.path.exists(os.path.join(graphs, os.path.basename(f)))}
+        missing = sorted(set(c.get("graphs", {})) - set(present))
+        if missing:
+            c["graphs"] = present
+            c["graphs_missing"] = (f"variants {', '.join(missing)}: file gone from {graphs}; "
+                                   f"rerun with --only {name} to make them again")
+        carried.setdefault(name, []).append(c)
+    old_seconds = old.get("model_seconds", {})
+    seconds = {m: s for m, s in old_seconds.items() if m in carried}
+    # Older files (and models merged from them) have only a share of worker_seconds that no
+    # model_seconds entry accounts for; it stays while none of those models was redone.
+    lump = old.get("worker_seconds", 0) - sum(old_seconds.values())
+    unattributed = {c.get("model") for c in old.get("cases", [])} - set(old_seconds)
+    if lump > 0 and not unattributed <= set(carried):
+        log(f"  {out}: {lump:.0f} worker seconds of {', '.join(sorted(unattributed))} are "
+            f"not known per model: left out of worker_seconds")
+        lump = None
+    if carried:
+        log(f"kept {sum(len(v) for v in carried.values())} cases of {len(carried)} models "
+            f"from {out} (no result in {work})")
+    return carried, seconds, lump
+
+
 def du_bytes(folder):
     try:
         r = subprocess.run(["du", "-sb", folder], capture_output=True, text=True, check=True)
@@ -709,7 +754,8 @@ def apply_budget(cases, folder, budget, log):
     for model in models:
         steps.append(("weights variant", model, None))
     for what, model, label in steps:
-        if sizes() <= budget:
+        before = sizes()
+        if before <= budget:
             break
         for c in cases:
             if c["model"] != model or not c.get("graphs"):
@@ -727,6 +773,8 @@ def apply_budget(cases, folder, budget, log):
                         c["graphs"].pop(v)
                         c["weights_variant_dropped"] = (f"left out to keep data/reference/sweep/ "
                                                         f"under {budget / 1e6:.0f} MB")
+        if sizes() == before:
+            continue  # a dynamic model's sizes share one graph; no weights variant of its own
         log(f"budget: dropped {what} of {model}{' ' + label if label else ''}: "
             f"{sizes() / 1e6:.1f} MB")
         dropped.append(f"{what} of {model}")
@@ -821,18 +869,21 @@ def main():
         if not os.path.exists(os.path.join(a.graphs, f)):
             os.replace(os.path.join(parked, f), os.path.join(a.graphs, f))
     graphs_rel = os.path.relpath(a.graphs, os.path.dirname(os.path.abspath(a.out)))
-    cases, runtime = [], 0.0
+    carried, seconds, lump = carried_cases(a.out, a.work, a.graphs, models, log)
+    cases = []
     for name in order(models):
         path = os.path.join(a.work, f"{name}.json")
         if not os.path.exists(path):
+            cases.extend(carried.get(name, []))
             continue
         with open(path) as f:
             rec = json.load(f)
-        runtime += rec.get("elapsed_s", 0.0)
+        seconds[name] = round(rec.get("elapsed_s", 0.0), 1)
         for c in cases_of(rec, graphs_rel, a.graphs):
             if rec.get("worker_status"):
                 c["worker_status"] = rec["worker_status"]
             cases.append(c)
+    runtime = sum(seconds.values()) + max(lump or 0, 0)
     dropped = apply_budget(cases, a.graphs, a.budget, log)
     used = {os.path.basename(f) for c in cases for f in c.get("graphs", {}).values()}
     for f in os.listdir(a.graphs):
@@ -853,6 +904,7 @@ def main():
         "budget_bytes": a.budget,
         "budget_dropped": dropped,
         "worker_seconds": round(runtime),
+        "model_seconds": dict(sorted(seconds.items())),
         "cases": cases,
     }
     with open(a.out, "w") as f:

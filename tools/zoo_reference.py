@@ -181,6 +181,10 @@ class FlopCounter(TorchDispatchMode):
             return 3 * _numel(y)
         if name in _POOLS:
             return _numel(y) * _kernel(args[1])
+        if name in ("grid_sampler_2d", "grid_sampler_3d"):
+            # interpolation_mode 0 bilinear, 1 nearest, 2 bicubic (2-D only)
+            taps = {0: 2, 1: 0, 2: 4}[int(args[2])] ** (y.dim() - 2)
+            return 2 * _numel(y) * taps
         if name in _REDUCTIONS:
             return _numel(args[0])
         if name in _ELEMENTWISE:

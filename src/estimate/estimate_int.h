@@ -41,8 +41,9 @@ struct colloc__top {
 	int out; /* graph tensor produced, -1 if none */
 	unsigned save; /* SAVE_* bits */
 	/* Extra tensors saved for backward beyond inputs and outputs (BN
-	 * statistics, max-pool indices, dropout masks), in bytes each. */
-	uint64_t extra_saved[2];
+	 * statistics, max-pool indices, dropout masks, instance norm's
+	 * repeated weight), in bytes each. */
+	uint64_t extra_saved[3];
 	int n_extra;
 	bool matmul; /* uses cuBLAS (workspace allocated at first use) */
 	bool grad_view; /* backward hands grad_output through as a view */

@@ -434,6 +434,31 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
 		tp->n_extra = 2;
 		break;
 	}
+	case COLLOC__TR_INSTANCENORM: {
+		/* at::instance_norm runs batch_norm on
+		 * input.contiguous().view(1, N x C, ...) with the weight and
+		 * bias repeated N times: the view shares the input's storage,
+		 * save_mean and save_invstd have N x C entries, and the
+		 * repeated weight (a new tensor, not the parameter) is saved
+		 * for the input's gradient. torch.onnx exports the
+		 * affine=False form with constant ones and zeros, which
+		 * PyTorch never had. */
+		const struct colloc_tensor *x = tens(g, a), *s = tens(g, b);
+		uint64_t nc = x && x->rank >= 2
+				      ? (uint64_t)x->shape[0] * (uint64_t)x->shape[1]
+				      : 0;
+		size_t sz = s ? colloc_dtype_size(s->dtype) : 4;
+
+		tp->kind = OPK_BATCHNORM;
+		tp->save = SAVE_IN0;
+		tp->n_in = 1;
+		tp->extra_saved[0] = nc * sz;
+		tp->extra_saved[1] = nc * sz;
+		tp->n_extra = 2;
+		if (colloc__param_source(g, b) >= 0)
+			tp->extra_saved[tp->n_extra++] = nc * sz;
+		break;
+	}
 	case COLLOC__TR_LAYERNORM: {
 		uint64_t rows = numel_of(g, a);
 		const struct colloc_tensor *x = tens(g, a);
@@ -596,6 +621,16 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
 	case COLLOC__TR_WHERE:
 		tp->kind = OPK_COPY;
 		tp->save = SAVE_IN0; /* the condition */
+		break;
+	case COLLOC__TR_GRID_SAMPLE:
+		/* derivatives.yaml: grid_sampler_2d (3d) has one formula for
+		 * "input, grid" (grid_sampler_2d_backward reads both), so the
+		 * generated code saves both whenever the op records a grad,
+		 * even if only one of them requires it; cudnn_grid_sampler
+		 * (CUDA, bilinear, zeros, align_corners) reads both too. */
+		tp->kind = OPK_COPY;
+		tp->save = SAVE_IN0 | SAVE_IN1;
+		tp->n_in = 2;
 		break;
 	case COLLOC__TR_ATTENTION: {
 		/* derivatives.yaml: _scaled_dot_product_flash_attention and

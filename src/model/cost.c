@@ -139,6 +139,24 @@ static uint64_t node_flops(const struct colloc_graph *g, const struct colloc_nod
 				       (uint64_t)(w->shape[0] * w->shape[1])),
 			       (uint64_t)(x->shape[2] + hidden));
 	}
+	case COLLOC__COST_GRID_SAMPLE: {
+		/* Every output element is a weighted sum of the taps around its
+		 * sampling point: 2 per spatial dim for (bi/tri)linear, 4 for
+		 * bicubic, one read and no arithmetic for nearest. The
+		 * per-point weights are shared by all channels and left out,
+		 * as for pooling. */
+		const struct colloc_attr *a = colloc_node_attr(n, "mode");
+		const char *mode = a && a->type == COLLOC_ATTR_STRING ? a->s : "linear";
+		uint64_t taps = 1, per_dim;
+
+		if (strcmp(mode, "nearest") == 0 || y->rank < 3)
+			return 0;
+		per_dim = strcmp(mode, "bicubic") == 0 || strcmp(mode, "cubic") == 0 ? 4
+										     : 2;
+		for (int d = 2; d < y->rank; d++)
+			taps *= per_dim;
+		return sat_mul(sat_mul(2, ny), taps);
+	}
 	default:
 		return 0;
 	}

@@ -102,14 +102,17 @@ static const struct colloc__op table[] = {
 	 COLLOC__TR_COPY, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"GreaterOrEqual", "elementwise", colloc__shape_compare, COLLOC__COST_NONE, 0,
 	 COLLOC__TR_COPY, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
+	{"GridSample", "resampling", colloc__shape_grid_sample, COLLOC__COST_GRID_SAMPLE,
+	 0, COLLOC__TR_GRID_SAMPLE, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"HardSigmoid", "elementwise", colloc__shape_same, COLLOC__COST_PER_OUTPUT, 1,
 	 COLLOC__TR_ACT_INPUT, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"HardSwish", "elementwise", colloc__shape_same, COLLOC__COST_PER_OUTPUT, 1,
 	 COLLOC__TR_ACT_INPUT, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"Identity", "elementwise", colloc__shape_unary, COLLOC__COST_NONE, 0,
 	 COLLOC__TR_VIEW, COLLOC__VIEW_SELECT, COLLOC__AMP_FOLLOW, true},
-	{"InstanceNormalization", "normalization", colloc__shape_same, COLLOC__COST_NONE,
-	 0, COLLOC__TR_COPY, COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
+	{"InstanceNormalization", "normalization", colloc__shape_same,
+	 COLLOC__COST_PER_OUTPUT, 2, COLLOC__TR_INSTANCENORM, COLLOC__VIEW_NONE,
+	 COLLOC__AMP_FOLLOW, false},
 	{"IsInf", "elementwise", colloc__shape_not, COLLOC__COST_NONE, 0, COLLOC__TR_COPY,
 	 COLLOC__VIEW_NONE, COLLOC__AMP_FOLLOW, false},
 	{"IsNaN", "elementwise", colloc__shape_not, COLLOC__COST_NONE, 0, COLLOC__TR_COPY,
@@ -283,6 +286,10 @@ const char *colloc__train_rule_doc(int rule)
 		return "two operands: a bmm, saves both";
 	case COLLOC__TR_BATCHNORM:
 		return "saves its input and per-channel save_mean, save_invstd";
+	case COLLOC__TR_INSTANCENORM:
+		return "batch_norm of the [1, N x C, ...] view: saves its input, "
+		       "save_mean and save_invstd per sample and channel, and "
+		       "the weight repeated N times when it trains";
 	case COLLOC__TR_LAYERNORM:
 		return "saves its input and per-row mean, rstd (float32)";
 	case COLLOC__TR_ACT_INPLACE:
@@ -328,6 +335,9 @@ const char *colloc__train_rule_doc(int rule)
 		return "a view (reshape copies when the strides do not allow)";
 	case COLLOC__TR_WHERE:
 		return "saves the condition";
+	case COLLOC__TR_GRID_SAMPLE:
+		return "grid_sampler_2d / 3d: saves the input and the grid, both "
+		       "even when only one needs a gradient (one formula for both)";
 	case COLLOC__TR_ATTENTION:
 		return "SDPA / flash-attention: saves q, k, v, the output and a float32 "
 		       "log-sum-exp per row and head, never the probabilities";
@@ -369,6 +379,9 @@ static const char *cost_doc(int cost, int per)
 		return "2 x seq x dirs x batch x (input + hidden) x gates x hidden";
 	case COLLOC__COST_ATTENTION:
 		return "2 x B x H x T x S x (Dqk + Dv), in the step time only";
+	case COLLOC__COST_GRID_SAMPLE:
+		return "2 x taps per output element: 4 bilinear, 8 trilinear, 16 "
+		       "bicubic, 0 nearest";
 	default:
 		return "0 (data movement)";
 	}

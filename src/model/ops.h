@@ -39,6 +39,9 @@ enum colloc__cost_rule {
 	COLLOC__COST_ATTENTION, /* fused attention: 2 x B x H x T x S x
 				 * (Dqk + Dv), counted by the step-time
 				 * predictor from q, k, v (perf.c) */
+	COLLOC__COST_GRID_SAMPLE, /* 2 x taps per output element: 2^r taps
+				   * (bi/trilinear), 4^r (bicubic), 0
+				   * (nearest) for r spatial dims */
 };
 
 /* What the PyTorch op behind a node does in training (train_ops.c turns
@@ -52,6 +55,8 @@ enum colloc__train_rule {
 	COLLOC__TR_MATMUL, /* linear if an operand is a parameter, else bmm */
 	COLLOC__TR_EINSUM, /* a bmm of both operands */
 	COLLOC__TR_BATCHNORM, /* input + per-channel mean and invstd */
+	COLLOC__TR_INSTANCENORM, /* batch_norm of [1, N x C, ...]: input +
+				  * mean and invstd per sample and channel */
 	COLLOC__TR_LAYERNORM, /* input + per-row mean and rstd */
 	COLLOC__TR_ACT_INPLACE, /* relu_: saves its result, may run in place */
 	COLLOC__TR_ACT_RESULT, /* backward reads the result */
@@ -73,6 +78,7 @@ enum colloc__train_rule {
 	COLLOC__TR_SLICE,
 	COLLOC__TR_VIEW, /* reshape family, transpose, expand */
 	COLLOC__TR_WHERE, /* saves the condition */
+	COLLOC__TR_GRID_SAMPLE, /* grid_sampler_2d/3d: saves input and grid */
 	COLLOC__TR_ATTENTION, /* fused SDPA / flash: q, k, v, output and a
 			       * float32 log-sum-exp per row and head */
 	COLLOC__TR_REFUSE, /* training memory not modelled: estimate refuses */

@@ -44,6 +44,7 @@ int colloc__shape_flatten(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_gather(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_gather_elements(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_gemm(struct colloc__infer *c, const struct colloc_node *n);
+int colloc__shape_grid_sample(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_global_pool(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_layernorm(struct colloc__infer *c, const struct colloc_node *n);
 int colloc__shape_matmul(struct colloc__infer *c, const struct colloc_node *n);

@@ -1,9 +1,9 @@
 /*
  * shape_nn.c — shape rules (and, for small integer tensors, contents) of the
  * neural-network ops: convolutions, pooling, normalizations, Gemm and
- * MatMul, softmax, Resize, Einsum, NonZero, as the ONNX operator specification defines
- * them for opsets 11-18. The op table (ops.c) maps op names to these rules; helpers are
- * in shape_util.h.
+ * MatMul, softmax, Resize, GridSample, Einsum, NonZero, as the ONNX operator
+ * specification defines them for opsets 11-20. The op table (ops.c) maps op
+ * names to these rules; helpers are in shape_util.h.
  */
 #include <errno.h>
 #include <math.h>
@@ -416,6 +416,36 @@ int colloc__shape_resize(struct colloc__infer *c, const struct colloc_node *n)
 	} else {
 		return fail(c, COLLOC_EUNSUPPORTED, "Resize scales unknown");
 	}
+	return set_out(c, n, 0, x->dtype, x->rank, shape);
+}
+
+/*
+ * GridSample (opset 16: 4-D; opset 20: N-D): X [N, C, D1 .. Dr] sampled at
+ * grid [N, D1_out .. Dr_out, r] gives Y [N, C, D1_out .. Dr_out] in X's
+ * dtype. PyTorch's grid_sample has 2-D and 3-D kernels only, so r is 2 or
+ * 3; the mode and padding attributes do not change the shape.
+ */
+int colloc__shape_grid_sample(struct colloc__infer *c, const struct colloc_node *n)
+{
+	struct colloc_tensor *x, *grid;
+	int64_t shape[COLLOC_MAX_RANK];
+	int r, rc;
+
+	if ((rc = need_in(c, n, 0, &x)) || (rc = need_in(c, n, 1, &grid)))
+		return rc;
+	r = x->rank - 2;
+	if (r != 2 && r != 3)
+		return fail(c, COLLOC_EUNSUPPORTED,
+			    "GridSample of a rank-%d input (4-D or 5-D only)", x->rank);
+	if (grid->rank != x->rank || grid->shape[grid->rank - 1] != r ||
+	    grid->shape[0] != x->shape[0])
+		return fail(c, COLLOC_ESHAPE,
+			    "grid '%s' must be [%lld, ..., %d] of rank %d", grid->name,
+			    (long long)x->shape[0], r, x->rank);
+	shape[0] = x->shape[0];
+	shape[1] = x->shape[1];
+	for (int d = 0; d < r; d++)
+		shape[2 + d] = grid->shape[1 + d];
 	return set_out(c, n, 0, x->dtype, x->rank, shape);
 }
 

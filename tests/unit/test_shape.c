@@ -1137,6 +1137,68 @@ static void test_cost_elementwise_norm_pool(void **state)
 	colloc_graph_destroy(g);
 }
 
+/* GridSample: Y [N, C, grid's spatial dims] for 4-D (opset 16) and 5-D
+ * (opset 20) inputs; FLOPs 2 x taps per output element (bilinear 4 taps,
+ * bicubic 16, trilinear 8, nearest none). */
+static void test_grid_sample(void **state)
+{
+	static const char *const modes[] = {"bilinear", "bicubic", "nearest"};
+	static const uint64_t per_elem[] = {8, 32, 0};
+	struct colloc_diag diag;
+	struct ob_model *m;
+	Onnx__GraphProto *gp;
+	Onnx__NodeProto *n;
+	struct colloc_graph *g;
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		m = ob_model_create(16);
+		gp = ob_model_graph(m);
+		ob_input(m, gp, "x", DT_FLOAT, "N,3,16,16");
+		ob_input(m, gp, "grid", DT_FLOAT, "N,5,7,2");
+		n = ob_node(m, gp, "GridSample", "gs", "x,grid", "y");
+		ob_attr_string(m, n, "mode", modes[k]);
+		g = load_infer(m, 2);
+		expect_shape(g, "y", 2, 3, 5, 7);
+		colloc_graph_cost(g, NULL);
+		/* 2 x 3 x 5 x 7 = 210 output elements */
+		assert_int_equal(node_named(g, "gs")->flops, 210 * per_elem[k]);
+		colloc_graph_destroy(g);
+	}
+	/* 5-D, opset 20's default mode "linear": trilinear, 8 taps */
+	m = ob_model_create(20);
+	gp = ob_model_graph(m);
+	ob_input(m, gp, "x", DT_FLOAT, "N,2,4,8,8");
+	ob_input(m, gp, "grid", DT_FLOAT, "N,3,5,6,3");
+	ob_node(m, gp, "GridSample", "gs", "x,grid", "y");
+	g = load_infer(m, 1);
+	expect_shape(g, "y", 1, 2, 3, 5, 6);
+	colloc_graph_cost(g, NULL);
+	assert_int_equal(node_named(g, "gs")->flops, 2 * 180 * 8);
+	colloc_graph_destroy(g);
+	/* a grid whose last dim is not the input's spatial rank */
+	m = ob_model_create(16);
+	gp = ob_model_graph(m);
+	ob_input(m, gp, "x", DT_FLOAT, "N,3,16,16");
+	ob_input(m, gp, "grid", DT_FLOAT, "N,5,7,3");
+	ob_node(m, gp, "GridSample", "gs", "x,grid", "y");
+	g = load(m);
+	assert_int_equal(infer(g, 2, 0, NULL, &diag), COLLOC_ESHAPE);
+	assert_contains(diag.msg,
+			"node 0 (gs, GridSample): grid 'grid' must be [2, ..., 2]");
+	colloc_graph_destroy(g);
+	/* 1-D sampling: no PyTorch kernel */
+	m = ob_model_create(20);
+	gp = ob_model_graph(m);
+	ob_input(m, gp, "x", DT_FLOAT, "N,3,16");
+	ob_input(m, gp, "grid", DT_FLOAT, "N,5,1");
+	ob_node(m, gp, "GridSample", "gs", "x,grid", "y");
+	g = load(m);
+	assert_int_equal(infer(g, 2, 0, NULL, &diag), COLLOC_EUNSUPPORTED);
+	assert_contains(diag.msg, "GridSample of a rank-3 input");
+	colloc_graph_destroy(g);
+}
+
 /* A weight read by two nodes counts once, at its first reader. */
 static void test_cost_tied_params(void **state)
 {
@@ -1192,6 +1254,7 @@ int main(void)
 		cmocka_unit_test(test_cost_conv_gemm_matmul),
 		cmocka_unit_test(test_cost_elementwise_norm_pool),
 		cmocka_unit_test(test_cost_tied_params),
+		cmocka_unit_test(test_grid_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

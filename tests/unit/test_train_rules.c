@@ -10,6 +10,8 @@
  *     variable; a tensor computed from a non-grad input is not);
  *   - mean.dim keeps its input for backward in torch 1.x, not in 2.x;
  *   - LSTM/GRU: shapes and FLOPs, and a training estimate that refuses;
+ *   - GridSample saves input and grid; InstanceNormalization is a
+ *     batch_norm over N x C channels;
  *   - `colloc ops` documentation covers every op and pattern.
  * Every graph: x[8,64] -> Gemm(W) -> h -> (the op under test) -> y, MSE
  * loss (which saves nothing that saved_activation_bytes counts), so the
@@ -301,6 +303,86 @@ static void test_merged_batchnorm(void **state)
 	assert_int_equal(merged_bn_rc(true), COLLOC_EUNSUPPORTED);
 }
 
+/*
+ * x [2, 4, 8, 8] (an input) -> Conv(w, 1x1) -> h -> (the op under test)
+ * -> y; the graph input x is never counted, so the bytes are the op's.
+ * grid_gen: grid [2, 6, 5, 2] = Tanh(g_in), a fresh tensor that needs no
+ * gradient. norm: an InstanceNormalization with a trainable scale
+ * (affine=True) or exporter constants (affine=False).
+ */
+enum conv_body { BODY_GRID_SAMPLE, BODY_INSTANCE_NORM, BODY_INSTANCE_NORM_AFFINE };
+
+static uint64_t conv_saved(enum conv_body body, const char *mode)
+{
+	struct ob_model *m = ob_model_create(16);
+	Onnx__GraphProto *gp = ob_model_graph(m);
+	struct colloc_diag diag = {{0}};
+	struct colloc_graph *g;
+	struct colloc_bind_opts bo = {2, NULL, 0};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	static const float one[4] = {1, 1, 1, 1}, zero[4] = {0, 0, 0, 0};
+	Onnx__TensorProto *t;
+	Onnx__NodeProto *nd;
+
+	ob_input(m, gp, "x", 1, "batch,4,8,8");
+	t = ob_tensor(m, "conv.weight", 1, "4,4,1,1");
+	ob_tensor_external(m, t, "weights");
+	ob_init(m, gp, t);
+	ob_node(m, gp, "Conv", NULL, "x,conv.weight", "h");
+	if (body == BODY_GRID_SAMPLE) {
+		ob_input(m, gp, "g_in", 1, "batch,6,5,2");
+		ob_node(m, gp, "Tanh", NULL, "g_in", "grid");
+		nd = ob_node(m, gp, "GridSample", NULL, "h,grid", "y");
+		ob_attr_string(m, nd, "mode", mode);
+		ob_attr_int(m, nd, "align_corners", 1);
+		ob_output(m, gp, "y", 1, "batch,4,6,5");
+	} else {
+		ob_init_f32(m, gp,
+			    body == BODY_INSTANCE_NORM_AFFINE ? "in.weight" : "onnx::s",
+			    "4", 4, one);
+		ob_init_f32(m, gp,
+			    body == BODY_INSTANCE_NORM_AFFINE ? "in.bias" : "onnx::b",
+			    "4", 4, zero);
+		ob_node(m, gp, "InstanceNormalization", NULL,
+			body == BODY_INSTANCE_NORM_AFFINE ? "h,in.weight,in.bias"
+							  : "h,onnx::s,onnx::b",
+			"y");
+		ob_output(m, gp, "y", 1, "batch,4,8,8");
+	}
+	g = load_inferred(m, &bo);
+	if (body == BODY_GRID_SAMPLE) {
+		const struct colloc_tensor *y = &g->tensors[g->nodes[2].outputs[0]];
+
+		assert_int_equal(y->rank, 4);
+		assert_int_equal(y->shape[1], 4);
+		assert_int_equal(y->shape[2], 6);
+		assert_int_equal(y->shape[3], 5);
+	}
+	colloc_estimate_opts_init(&o);
+	o.loss = COLLOC_LOSS_MSE;
+	o.optimizer = COLLOC_OPT_SGD;
+	if (colloc_estimate_run(g, &o, &e, &diag))
+		fail_msg("estimate: %s", diag.msg);
+	colloc_graph_destroy(g);
+	return e.saved_activation_bytes;
+}
+
+/* grid_sampler_2d saves input and grid (one formula for both), also when
+ * the grid needs no gradient: h is 2 x 4 x 8 x 8 floats (2048 bytes), the
+ * grid 2 x 6 x 5 x 2 (480), whatever the mode. instance_norm is
+ * batch_norm on [1, 8, 8, 8]: h, and save_mean and save_invstd of
+ * N x C = 8 floats (32 bytes each), plus the weight repeated N times when
+ * it is a parameter (affine=True). */
+static void test_grid_sample_instance_norm(void **state)
+{
+	(void)state;
+	assert_int_equal(conv_saved(BODY_GRID_SAMPLE, "bilinear"), 2048 + 480);
+	assert_int_equal(conv_saved(BODY_GRID_SAMPLE, "nearest"), 2048 + 480);
+	assert_int_equal(conv_saved(BODY_INSTANCE_NORM, NULL), 2048 + 2 * 32);
+	assert_int_equal(conv_saved(BODY_INSTANCE_NORM_AFFINE, NULL), 2048 + 3 * 32);
+}
+
 static void test_docs(void **state)
 {
 	struct colloc_op_doc d;
@@ -333,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_rnn),
 		cmocka_unit_test(test_merged_batchnorm),
+		cmocka_unit_test(test_grid_sample_instance_norm),
 		cmocka_unit_test(test_docs),
 	};
 
