@@ -332,11 +332,12 @@ static const char *const pub_kind_names[PUB_KIND_COUNT_] = {"allocated", "reserv
 							    "nvml"};
 
 struct pub_row {
-	char id[48], model[96], precision[16], optimizer[16], trainable[8];
+	char id[48], model[96], architecture[64], precision[16], optimizer[16],
+		trainable[8];
 	char lora_targets[COLLOC_MODEL_TARGETS_MAX], attention[8], platform[64];
 	char gap[96];
 	int64_t batch, seq, grad_accum;
-	int lora_rank, iterations, kind;
+	int lora_rank, iterations, kind, quant_block;
 	bool grad_ckpt;
 	double measured_bytes; /* the figure less subtract, in bytes */
 	double ours, rule; /* NAN: not estimated */
@@ -385,6 +386,8 @@ static int pub_parse(struct pub_row *r, const struct pub_line *l)
 	memset(r, 0, sizeof(*r));
 	snprintf(r->id, sizeof(r->id), "%s", pub_str(l, "id"));
 	snprintf(r->model, sizeof(r->model), "%s", pub_str(l, "model"));
+	snprintf(r->architecture, sizeof(r->architecture), "%s",
+		 pub_str(l, "architecture"));
 	snprintf(r->precision, sizeof(r->precision), "%s", pub_str(l, "precision"));
 	snprintf(r->optimizer, sizeof(r->optimizer), "%s", pub_str(l, "optimizer"));
 	snprintf(r->trainable, sizeof(r->trainable), "%s", pub_str(l, "trainable"));
@@ -398,6 +401,7 @@ static int pub_parse(struct pub_row *r, const struct pub_line *l)
 	r->grad_accum = pub_int(l, "grad_accum");
 	r->lora_rank = (int)pub_int(l, "lora_rank");
 	r->iterations = (int)pub_int(l, "iterations");
+	r->quant_block = (int)pub_int(l, "quant_block");
 	r->grad_ckpt = pub_int(l, "grad_ckpt") == 1;
 	r->kind = -1;
 	for (int k = 0; k < PUB_KIND_COUNT_; k++)
@@ -410,7 +414,8 @@ static int pub_parse(struct pub_row *r, const struct pub_line *l)
 	r->measured_bytes = (measured - (isnan(subtract) ? 0 : subtract)) * unit;
 	r->ours = r->rule = NO_VALUE;
 	if (!r->id[0] || r->batch <= 0 || r->seq <= 0 || r->kind < 0 ||
-	    r->lora_rank < 0 || r->iterations < 0 || !(r->measured_bytes > 0))
+	    r->lora_rank < 0 || r->iterations < 0 || r->quant_block < 0 ||
+	    r->quant_block > (1 << 30) || !(r->measured_bytes > 0))
 		return -1;
 	return 0;
 }
@@ -458,7 +463,8 @@ static double pub_rule(const struct pub_row *r, const struct colloc_model *m)
 
 	if (strcmp(r->optimizer, "adafactor") == 0)
 		state = 4;
-	else if (strcmp(r->optimizer, "adam8bit") == 0)
+	else if (strcmp(r->optimizer, "adam8bit") == 0 ||
+		 strcmp(r->optimizer, "adamw8bit") == 0)
 		state = 2;
 	return (double)m->trainable_params * ((amp ? 6 : 4) + 4 + state) +
 	       (double)m->frozen_params * (half ? 2 : 4);
@@ -500,7 +506,9 @@ static int pub_estimate(struct pub_row *r, struct colloc_diag *diag)
 	mo.lora_targets = r->lora_targets[0] ? r->lora_targets : NULL;
 	mo.attention = colloc_attention_parse(r->attention);
 	mo.gradient_checkpointing = r->grad_ckpt;
+	mo.architecture = r->architecture[0] ? r->architecture : NULL;
 	colloc_estimate_opts_init(&o);
+	o.quant_block_elems = r->quant_block;
 	if (strcmp(r->precision, "bf16") == 0 || strcmp(r->precision, "fp16") == 0)
 		mo.weight_dtype =
 			r->precision[0] == 'b' ? COLLOC_DT_BFLOAT16 : COLLOC_DT_FLOAT16;
@@ -568,9 +576,9 @@ static void published_rows(void)
 		return;
 	printf("\npublished fine-tuning figures (data/reference/published_finetune.csv; "
 	       "sources in published_finetune.md):\n");
-	printf("  %-24s %-18s %5s %4s %-8s %-9s %2s %-9s %8s %8s %7s %8s %7s  %s\n", "id",
-	       "model", "batch", "seq", "prec", "optimizer", "gc", "measures", "measured",
-	       "colloc", "err", "rule", "err", "what colloc does not build");
+	printf("  %-24s %-18s %5s %4s %-8s %-10s %2s %-9s %8s %8s %7s %8s %7s  %s\n",
+	       "id", "model", "batch", "seq", "prec", "optimizer", "gc", "measures",
+	       "measured", "colloc", "err", "rule", "err", "what colloc does not build");
 	for (int k = 0; k < n; k++) {
 		struct pub_row *r = &rows[k];
 		struct colloc_diag diag = {{0}};
@@ -595,12 +603,12 @@ static void published_rows(void)
 		else
 			snprintf(rule, sizeof(rule), "%7.0fM %+6.1f%%", r->rule / 1048576,
 				 100 * (r->rule - r->measured_bytes) / r->measured_bytes);
-		printf("  %-24.24s %-18.18s %5s %4lld %-8s %-9s %2s %-9s %7.0fM %s %s  "
+		printf("  %-24.24s %-18.18s %5s %4lld %-8s %-10s %2s %-9s %7.0fM %s %s  "
 		       "%s\n",
 		       r->id, model, batch, (long long)r->seq, r->precision, r->optimizer,
 		       r->grad_ckpt ? "y" : "n",
 		       r->kind == PUB_NVML ? "nvml-ctx" : pub_kind_names[r->kind],
-		       r->measured_bytes / 1048576, ours, rule, r->gap);
+		       r->measured_bytes / 1048576, ours, rule, r->gap[0] ? r->gap : "-");
 		if (r->why[0])
 			printf("  %-24s   not estimated: %s\n", "", r->why);
 	}

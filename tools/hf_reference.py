@@ -29,8 +29,13 @@ peak adds.
 
 tests/unit/test_hf.c checks colloc against it. Run:  /usr/bin/python3 tools/hf_reference.py
 (and with --counts: the published parameter counts of data/hf/'s BERT, RoBERTa and T5
-configurations against these models at full size, and GPT-J-6B's count against its model card's,
-into data/reference/hf_param_counts.json).
+configurations against these models at full size, GPT-J-6B's count against its model card's, and
+bert-large-uncased as BertForSequenceClassification, into data/reference/hf_param_counts.json).
+
+BertSeqCls is BertForSequenceClassification / RobertaForSequenceClassification (the configurations
+whose architectures name it: tests/data/hf/bert_cls_tiny.json, 3 labels from id2label, and
+roberta_cls_tiny.json, 2 labels, classifier_dropout 0.2), trained with cross-entropy on one label
+per sequence.
 """
 
 import contextlib
@@ -50,8 +55,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_memory  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# (new configurations go last: the token ids and labels of the others come from one generator)
 CONFIGS = ["gpt2_tiny", "llama_tiny", "qwen2_tiny", "opt_tiny", "gpt_neo_tiny", "bert_tiny",
-           "roberta_tiny", "t5_tiny", "t5_v1_1_tiny", "gptj_tiny"]
+           "roberta_tiny", "t5_tiny", "t5_v1_1_tiny", "gptj_tiny", "bert_cls_tiny",
+           "roberta_cls_tiny"]
 BATCH, SEQ = 4, 32
 DEC_SEQ = 24  # T5's decoder length (its labels), unlike the encoder's
 
@@ -589,6 +596,12 @@ class Bert(nn.Module):
         return [(l.self_attn, n) for l in self.layers for n in ("query", "value")]
 
     def forward(self, ids):
+        x = self.encode(ids)
+        h = self.head_norm(F.gelu(self.head_dense(x)))
+        return F.linear(h, self.word_embeddings.weight, self.head_bias)
+
+    def encode(self, ids):
+        """BertModel's embeddings and encoder: the last hidden state [b, t, d]."""
         b, t = ids.shape
         if self.roberta:  # create_position_ids_from_input_ids
             m = ids.ne(self.pad).int()
@@ -602,8 +615,33 @@ class Bert(nn.Module):
         mask = extended_mask(b, t, x.dtype)
         for layer in self.layers:
             x = run_layer(layer, self.ckpt, x, mask)
-        h = self.head_norm(F.gelu(self.head_dense(x)))
-        return F.linear(h, self.word_embeddings.weight, self.head_bias)
+        return x
+
+
+class BertSeqCls(Bert):
+    """BertForSequenceClassification (roberta: RobertaForSequenceClassification), as
+    modeling_bert.py / modeling_roberta.py compute it: the encoder (no MLM head), then on the first
+    token x[:, 0] BERT's pooler (BertPooler: dense, tanh), dropout and classifier =
+    Linear(d, num_labels); RoBERTa has no pooler and its RobertaClassificationHead runs dropout,
+    dense, tanh, dropout, out_proj. num_labels as PretrainedConfig reads it (id2label's entries, else
+    num_labels, else 2); the dropout classifier_dropout, else hidden_dropout_prob."""
+
+    def __init__(self, c):
+        super().__init__(c)
+        del self.head_dense, self.head_norm, self.head_bias
+        d = c["hidden_size"]
+        self.labels = len(c["id2label"]) if c.get("id2label") else c.get("num_labels", 2)
+        p = c.get("classifier_dropout")
+        self.cls_dense = nn.Linear(d, d)  # bert.pooler.dense / classifier.dense
+        self.cls_drop = nn.Dropout(c.get("hidden_dropout_prob", 0.1) if p is None else p)
+        self.classifier = nn.Linear(d, self.labels)  # classifier / classifier.out_proj
+
+    def forward(self, ids):
+        x = self.encode(ids)[:, 0]
+        if self.roberta:
+            x = self.cls_drop(x)
+        x = torch.tanh(self.cls_dense(x))
+        return self.classifier(self.cls_drop(x))
 
 
 # --- T5 (T5ForConditionalGeneration, eager attention) ------------------------------------------
@@ -770,11 +808,19 @@ FAMILIES = {"gpt2": GPT2, "llama": Llama, "qwen2": Llama, "mistral": Llama, "opt
             "gpt_neo": GPTNeo, "bert": Bert, "roberta": Bert, "t5": T5, "gptj": GPTJ}
 
 
+def family(c):
+    """The class for a configuration: its family's, or the sequence classifier its
+    architectures name."""
+    if any(a.endswith("ForSequenceClassification") for a in c.get("architectures", [])):
+        return BertSeqCls
+    return FAMILIES[c["model_type"]]
+
+
 def build(name, trainable, precision, ckpt=False):
     with open(os.path.join(ROOT, "tests", "data", "hf", name + ".json")) as f:
         c = json.load(f)
     torch.manual_seed(0)
-    model = FAMILIES[c["model_type"]](c)
+    model = family(c)(c)
     model.ckpt = ckpt
     if precision == "bf16":
         model = model.to(torch.bfloat16)
@@ -805,6 +851,16 @@ PUBLISHED = {
 # The difference is recorded, not made up (--counts' exit status is PUBLISHED's alone).
 MODEL_CARD = {
     "gpt-j-6b": ("model card n_parameters", 6053381344),
+}
+
+
+# The sequence classifiers of data/hf/ configurations (2 labels, PretrainedConfig's default), counted
+# at full size beside PUBLISHED: bert-large-uncased's, the model of the Hugging Face "Efficient
+# Training on a Single GPU" figures (data/reference/published_finetune.md), is 335,143,938: its
+# BertForMaskedLM count (335,174,458) less the MLM head (dense 1024 x 1024 + 1024, LayerNorm 2048,
+# decoder bias 30522) plus the pooler (1024 x 1024 + 1024) and the classifier (1024 x 2 + 2).
+SEQ_CLS = {
+    "bert-large-uncased": ("BertForSequenceClassification", 335143938),
 }
 
 
@@ -851,6 +907,16 @@ def count_published():
         out[name] = rec
         print(name, rec, file=sys.stderr)
         del model
+    for name, (cls, expected) in SEQ_CLS.items():
+        with open(os.path.join(ROOT, "data", "hf", name, "config.json")) as f:
+            c = json.load(f)
+        with on_meta():
+            model = BertSeqCls(c)
+        full = sum(p.numel() for p in model.parameters())
+        rec = {"model": cls, "params": full, "labels": model.labels, "expected": expected,
+               "matches": full == expected}
+        out[name + "/" + cls] = rec
+        print(name, rec, file=sys.stderr)
     return out
 
 
@@ -860,7 +926,8 @@ def main():
         with open(os.path.join(ROOT, "data", "reference", "hf_param_counts.json"), "w") as f:
             json.dump(out, f, indent=1, sort_keys=True)
             f.write("\n")
-        sys.exit(0 if all(out[n]["matches"] for n in PUBLISHED) else 1)
+        sys.exit(0 if all(out[n]["matches"] for n in PUBLISHED) and
+                 all(out[n + "/" + c]["matches"] for n, (c, _) in SEQ_CLS.items()) else 1)
     out = {}
     gen = torch.Generator().manual_seed(0)
     for name in CONFIGS:
@@ -870,7 +937,14 @@ def main():
                 model = build(name, trainable, precision, ckpt)
                 ids = torch.randint(0, 512, (BATCH, SEQ), generator=gen)
                 t5 = isinstance(model, T5)
-                if isinstance(model, (T5, Bert)):
+                if isinstance(model, BertSeqCls):
+                    # single-label classification: one int64 label per sequence
+                    labels = torch.randint(0, model.labels, (BATCH,), generator=gen)
+
+                    def loss_fn(logits):
+                        return F.cross_entropy(logits, labels)
+                    inputs = (ids,)
+                elif isinstance(model, (T5, Bert)):
                     # masked-LM / seq2seq labels: cross-entropy over every position (labels
                     # of -100 change no tensor's size)
                     dec = torch.randint(0, 512, (BATCH, DEC_SEQ), generator=gen) if t5 else None

@@ -6,7 +6,8 @@
  * forward pass (outputs, what autograd saves for backward, views that
  * allocate nothing), the loss, the backward pass (gradient buffers freed as
  * soon as they are used, parameter gradients kept until zero_grad), and the
- * optimizer step (states created at the first step, foreach temporaries),
+ * optimizer step (states created at the first step, foreach temporaries,
+ * or one parameter's temporaries at a time for the loop optimizers),
  * then runs those events through the caching-allocator model
  * (colloc/allocator.h) and adds the platform's fixed costs (CUDA context,
  * library workspaces; colloc/platform.h). docs/estimator.md lists every rule
@@ -33,6 +34,19 @@ enum colloc_optimizer {
 	COLLOC_OPT_ADAMW,
 	COLLOC_OPT_RMSPROP, /* square_avg (no momentum, not centered) */
 	COLLOC_OPT_ADAGRAD, /* sum, created in the constructor */
+	/* Optimizers that step one parameter at a time (docs/estimator.md):
+	 * transformers' AdamW (exp_avg + exp_avg_sq; one sqrt temporary of
+	 * one parameter, not of all); */
+	COLLOC_OPT_ADAMW_LOOP,
+	/* transformers' Adafactor as the Trainer's optim="adafactor" makes
+	 * it (beta1 None): a row and a column vector of float32 per matrix,
+	 * a full float32 vector per 1-D parameter, a 0-dim RMS; */
+	COLLOC_OPT_ADAFACTOR,
+	/* bitsandbytes' Adam8bit / AdamW8bit: uint8 state1 and state2 with a
+	 * float32 absmax per block (opts.quant_block_elems) each; float32
+	 * states for parameters under 4096 elements (min_8bit_size). */
+	COLLOC_OPT_ADAM8BIT,
+	COLLOC_OPT_ADAMW8BIT,
 	COLLOC_OPT_COUNT_
 };
 
@@ -127,7 +141,12 @@ struct colloc_estimate_opts {
 	 * one; at most COLLOC_MAX_GPUS): the estimate is one GPU's. */
 	int parallel;
 	int gpus;
+	/* 8-bit optimizers (adam8bit, adamw8bit): elements per quantization
+	 * block, each keeping a float32 absmax per state. 0 = 256,
+	 * bitsandbytes' block since 0.44.0 (2048 before). At most 2^30. */
+	int quant_block_elems;
 };
+#define COLLOC_QUANT_BLOCK_DEFAULT 256
 
 /* What a memory decision trusts: the point estimate, or its upper bound
  * (peak_device_upper_bytes, which adds what the point estimate cannot

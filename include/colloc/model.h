@@ -95,6 +95,14 @@ struct colloc_model_opts {
 	/* Recompute each transformer block in backward
 	 * (model.gradient_checkpointing_enable()). */
 	bool gradient_checkpointing;
+	/* Hugging Face configurations: the transformers class to build
+	 * ("BertForSequenceClassification", what AutoModelFor...() would
+	 * pick), instead of the first of the configuration's architectures;
+	 * NULL = those. docs/transformers.md lists the classes built. */
+	const char *architecture;
+	/* Classification heads: the number of labels (num_labels=...); 0 =
+	 * the configuration's (its id2label, or num_labels), else 2. */
+	int num_labels;
 };
 
 struct colloc_model {
@@ -115,8 +123,9 @@ struct colloc_model {
 	int64_t max_seq;
 	/* The loss its training computes (enum colloc_loss) when the caller
 	 * names none: for Hugging Face configurations causal-lm (decoders)
-	 * or cross-entropy (BERT's masked-LM head, T5's labels); ONNX and zoo
-	 * graphs leave it cross-entropy. */
+	 * or cross-entropy (BERT's masked-LM head, T5's labels, a
+	 * classification head; mse for a one-label, regression head); ONNX
+	 * and zoo graphs leave it cross-entropy. */
 	int loss;
 
 	/* Parameter counts after the options (PyTorch's numel over

@@ -251,7 +251,8 @@ static char o_model[] = "colloc-model", a_model[] = "MODEL",
 static char o_batch[] = "colloc-batch", a_batch[] = "N",
 	    u_batch[] = "colloc: training batch size of --colloc-model";
 static char o_opt[] = "colloc-optimizer", a_opt[] = "OPT",
-	    u_opt[] = "colloc: sgd|momentum|adam|adamw|rmsprop|adagrad";
+	    u_opt[] = "colloc: sgd|momentum|adam|adamw|rmsprop|adagrad|adamw-loop|"
+		      "adafactor|adam8bit|adamw8bit";
 static char o_prec[] = "colloc-precision", a_prec[] = "PREC",
 	    u_prec[] = "colloc: fp32|tf32|amp-fp16|amp-bf16";
 static char o_dim[] = "colloc-dim", a_dim[] = "NAME=V",

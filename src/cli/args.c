@@ -88,7 +88,8 @@ int cli_parse_optimizer(const char *arg, struct colloc_estimate_opts *o)
 {
 	if ((o->optimizer = colloc_optimizer_parse(arg)) < 0) {
 		cli_error("--optimizer: '%s' is not one of sgd, momentum, adam, adamw, "
-			  "rmsprop, adagrad",
+			  "rmsprop, adagrad, adamw-loop, adafactor, adam8bit, "
+			  "adamw8bit",
 			  arg);
 		return CLI_USAGE;
 	}

@@ -32,7 +32,14 @@ static const char estimate_usage[] =
 	"options:\n"
 	"  --batch N              batch size (leading dim of symbolic inputs)\n"
 	"  --dim NAME=VALUE       bind a named dim, e.g. --dim seq=128\n"
-	"  --optimizer NAME       sgd|momentum|adam|adamw|rmsprop|adagrad (adam)\n"
+	"  --optimizer NAME       sgd|momentum|adam|adamw|rmsprop|adagrad (adam):\n"
+	"                         torch.optim's foreach step; adamw-loop: AdamW one\n"
+	"                         parameter at a time (transformers' AdamW);\n"
+	"                         adafactor: transformers' Adafactor (Trainer\n"
+	"                         optim=\"adafactor\"); adam8bit|adamw8bit:\n"
+	"                         bitsandbytes' 8-bit states (docs/estimator.md)\n"
+	"  --quant-block N        adam8bit|adamw8bit: elements per quantization\n"
+	"                         block (256; bitsandbytes < 0.44: 2048)\n"
 	"  --precision NAME       fp32|tf32|amp-fp16|amp-bf16|bf16|fp16 (fp32); amp-*\n"
 	"                         model torch.autocast (see docs/estimator.md); tf32\n"
 	"                         = fp32 with allow_tf32 matmuls (same memory);\n"
@@ -46,6 +53,10 @@ static const char estimate_usage[] =
 	"  --lora-rank R          LoRA rank (8)\n"
 	"  --lora-alpha A         LoRA alpha (2R; scaling only, no memory effect)\n"
 	"  --lora-targets LIST    modules with adapters (q_proj,v_proj; gpt2: c_attn)\n"
+	"  --architecture CLASS   hf: models: the transformers class to build, e.g.\n"
+	"                         BertForSequenceClassification (the config's\n"
+	"                         architectures; docs/transformers.md)\n"
+	"  --num-labels N         classification heads: labels (the config's, or 2)\n"
 	"  --freeze PATTERNS      freeze parameters whose names contain one of the\n"
 	"                         comma-separated patterns (ONNX and hf: models)\n"
 	"  --loss NAME            cross-entropy|causal-lm|mse|none (cross-entropy;\n"
@@ -292,6 +303,19 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 			      cli_json_u64(e->breakdown.allocator_overhead_bytes));
 	cJSON_AddItemToObject(b, "context_bytes",
 			      cli_json_u64(e->breakdown.context_bytes));
+	/* exact sizes (not rounded by the allocator) of what the training
+	 * state holds; with --parallel one GPU's shards */
+	x = cJSON_AddObjectToObject(r, "state");
+	cJSON_AddItemToObject(x, "param_bytes", cli_json_u64(e->param_bytes));
+	cJSON_AddItemToObject(x, "grad_bytes", cli_json_u64(e->grad_bytes));
+	cJSON_AddItemToObject(x, "optimizer_state_bytes",
+			      cli_json_u64(e->optimizer_state_bytes));
+	if (a->opts.optimizer == COLLOC_OPT_ADAM8BIT ||
+	    a->opts.optimizer == COLLOC_OPT_ADAMW8BIT)
+		cJSON_AddItemToObject(x, "quant_block_elems",
+				      cli_json_i64(a->opts.quant_block_elems
+							   ? a->opts.quant_block_elems
+							   : COLLOC_QUANT_BLOCK_DEFAULT));
 	cJSON_AddStringToObject(r, "peak_phase", colloc_phase_name(e->peak_phase));
 	cJSON_AddItemToObject(r, "peak_iteration", cli_json_i64(e->peak_iteration));
 	cJSON_AddStringToObject(r, "peak_op", e->peak_op);
@@ -455,9 +479,11 @@ int cli_model_open(const char *model, const struct colloc_model_opts *mo,
 	if (rc) {
 		/* only the model options can be a usage error: a bad file (a
 		 * directory, ...) is the model's failure, as it always was */
-		bool opts = mo && (mo->trainable || (mo->freeze && mo->freeze[0]) ||
-				   mo->weight_dtype || mo->attention ||
-				   mo->gradient_checkpointing);
+		bool opts = mo &&
+			    (mo->trainable || (mo->freeze && mo->freeze[0]) ||
+			     mo->weight_dtype || mo->attention ||
+			     mo->gradient_checkpointing ||
+			     (mo->architecture && mo->architecture[0]) || mo->num_labels);
 
 		cli_error("%s", diag.msg);
 		return rc == COLLOC_EUSAGE && opts ? CLI_USAGE : CLI_ERROR;
@@ -595,6 +621,9 @@ int cmd_estimate(int argc, char **argv)
 		{"parallel", required_argument, NULL, 'R'},
 		{"max-seq", no_argument, NULL, 'Q'},
 		{"gpus", required_argument, NULL, 'N'},
+		{"quant-block", required_argument, NULL, 'B'},
+		{"architecture", required_argument, NULL, 'W'},
+		{"num-labels", required_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -746,6 +775,25 @@ int cmd_estimate(int argc, char **argv)
 					  optarg);
 				return CLI_USAGE;
 			}
+			break;
+		case 'B':
+			if (colloc_parse_u64(optarg, 1u << 30, &v) || v == 0) {
+				cli_error("--quant-block wants 1..%u elements, not '%s'",
+					  1u << 30, optarg);
+				return CLI_USAGE;
+			}
+			a.opts.quant_block_elems = (int)v;
+			break;
+		case 'W':
+			a.model_opts.architecture = optarg;
+			break;
+		case 'Y':
+			if (colloc_parse_u64(optarg, 1u << 24, &v) || v == 0) {
+				cli_error("--num-labels wants 1..%u, not '%s'", 1u << 24,
+					  optarg);
+				return CLI_USAGE;
+			}
+			a.model_opts.num_labels = (int)v;
 			break;
 		case 'N':
 			if (colloc_parse_u64(optarg, COLLOC_MAX_GPUS, &v) || v == 0) {

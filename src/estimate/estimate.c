@@ -13,8 +13,6 @@
 #include "estimate/estimate_int.h"
 #include "estimate/timeline.h"
 
-static const char *const opt_names[COLLOC_OPT_COUNT_] = {"sgd",	  "momentum", "adam",
-							 "adamw", "rmsprop",  "adagrad"};
 static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16", "amp-bf16",
 							   "tf32"};
 static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse", "none",
@@ -29,7 +27,9 @@ static const char *const kind_names[COLLOC_MEM_KIND_COUNT_] = {
 
 const char *colloc_optimizer_name(int v)
 {
-	return NAME_OF(opt_names, v);
+	const struct colloc__optim *o = colloc__optim_get(v);
+
+	return o ? o->name : "unknown";
 }
 
 const char *colloc_precision_name(int v)
@@ -62,7 +62,10 @@ static int parse_in(const char *const *tab, int n, const char *s)
 
 int colloc_optimizer_parse(const char *s)
 {
-	return parse_in(opt_names, COLLOC_OPT_COUNT_, s);
+	for (int k = 0; s && k < COLLOC_OPT_COUNT_; k++)
+		if (strcmp(colloc__optim_get(k)->name, s) == 0)
+			return k;
+	return -1;
 }
 
 int colloc_precision_parse(const char *s)
@@ -248,8 +251,22 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 	    opts->precision < 0 || opts->precision >= COLLOC_PREC_COUNT_ ||
 	    opts->loss < 0 || opts->loss >= COLLOC_LOSS_COUNT_ || opts->parallel < 0 ||
 	    opts->parallel >= COLLOC_PAR_COUNT_ || opts->gpus < 0 ||
-	    opts->gpus > COLLOC_MAX_GPUS)
+	    opts->gpus > COLLOC_MAX_GPUS || opts->quant_block_elems < 0 ||
+	    opts->quant_block_elems > (1 << 30))
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid estimator options");
+	{
+		struct colloc__shard sh;
+
+		colloc__shard_of(opts, &sh);
+		if (sh.states && !colloc__optim_get(opts->optimizer)->shardable)
+			return colloc_diag_set(
+				diag, COLLOC_EUNSUPPORTED,
+				"--optimizer %s under --parallel %s: its per-matrix "
+				"or per-block state on flat shards is not modelled "
+				"(ddp is)",
+				colloc_optimizer_name(opts->optimizer),
+				colloc_parallel_name(opts->parallel));
+	}
 	for (int i = 0; i < g->n_tensors; i++)
 		if (g->tensors[i].rank < 0 && g->tensors[i].role == COLLOC_TENSOR_INPUT)
 			return colloc_diag_set(
@@ -313,9 +330,14 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 				shard += colloc__shard_bytes(&g->tensors[i], sh.n);
 		out->param_bytes = sh.params ? shard : pt.trainable_bytes;
 		out->grad_bytes = sh.grads ? shard : pt.trainable_bytes;
-		out->optimizer_state_bytes =
-			(sh.states ? shard : pt.trainable_bytes) *
-			(uint64_t)colloc__optimizer_state_factor(opts->optimizer);
+		if (colloc__optim_get(opts->optimizer)->step == STEP_LOOP)
+			out->optimizer_state_bytes = colloc__optim_state_bytes(
+				g, opts->optimizer, sh.states ? sh.n : 1,
+				(uint64_t)opts->quant_block_elems);
+		else
+			out->optimizer_state_bytes =
+				(sh.states ? shard : pt.trainable_bytes) *
+				(uint64_t)colloc__optimizer_state_factor(opts->optimizer);
 		out->parallel_buffer_bytes = colloc__parallel_buffer_bytes(g, opts, ext);
 	}
 	out->peak_iteration = r1.peak_iter;

@@ -135,8 +135,96 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 			     const struct colloc__estimate_ext *ext,
 			     struct colloc_estimate *out, struct colloc_diag *diag);
 
-/* Optimizer state per parameter, in parameter sizes (GPU tensors only:
- * Adam's and Adagrad's scalar `step` live on the CPU unless capturable). */
+/* --- optim.c: the optimizers (one table for the replay, the exact sizes and
+ * the step time; docs/estimator.md) ------------------------------------------ */
+
+/* How an optimizer steps. */
+enum colloc__step_kind {
+	STEP_FOREACH = 0, /* torch.optim's _multi_tensor_*: each list op over
+			   * all parameters at once */
+	STEP_LOOP, /* one parameter after the other */
+};
+
+struct colloc__optim {
+	const char *name; /* as --optimizer reads it */
+	int step; /* enum colloc__step_kind */
+	/* foreach: parameter-sized states (created at the first step, or in
+	 * the constructor with ctor_state) and parameter-sized temporaries
+	 * of one step (_foreach_sqrt of a state) */
+	int state_factor, temp_factor;
+	bool ctor_state;
+	/* ZeRO / FSDP's flat shards keep the state's layout (elementwise
+	 * states); false: the sharded modes are refused */
+	bool shardable;
+	/* foreach: passes over the parameters (tensor lists read, written) */
+	const int (*passes)[2];
+	int n_passes;
+};
+
+/* The table row of optimizer opt (enum colloc_optimizer), NULL if none. */
+const struct colloc__optim *colloc__optim_get(int opt);
+
+/* Foreach optimizers' state per parameter, in parameter sizes (GPU tensors
+ * only: Adam's and Adagrad's scalar `step` live on the CPU unless
+ * capturable); 0 for the loop optimizers (colloc__optim_states). */
 int colloc__optimizer_state_factor(int optimizer);
+
+/* What a loop optimizer keeps for one parameter, in creation order. */
+#define COLLOC__OPT_MAX_PIECES 4
+struct colloc__optstate {
+	uint64_t bytes[COLLOC__OPT_MAX_PIECES];
+	int n;
+	int renew; /* the piece replaced at every step (OPT_RENEW), or 0 when
+		    * none (piece 0 is never one) */
+	bool shared; /* needs the optimizer's shared buffers
+		      * (colloc__optim_shared) */
+};
+
+/* Fill st with loop optimizer opt's state for parameter p, sharded over
+ * shards (1: whole), 8-bit blocks of block elements (0: the default).
+ * Returns st->n (0 for foreach optimizers). */
+int colloc__optim_states(int opt, const struct colloc_tensor *p, uint64_t shards,
+			 uint64_t block, struct colloc__optstate *st);
+
+/* Buffers the whole optimizer keeps once (bitsandbytes' two quantization
+ * maps), created with the first parameter whose state needs them: their
+ * bytes into bytes[0..2); returns the count. */
+int colloc__optim_shared(int opt, uint64_t *bytes);
+
+/* Exact GPU state bytes of a loop optimizer over g's trainable parameters. */
+uint64_t colloc__optim_state_bytes(const struct colloc_graph *g, int opt, uint64_t shards,
+				   uint64_t block);
+
+/* One allocator event of a loop optimizer's update of one parameter. */
+enum colloc__optop {
+	OPT_NEW = 0, /* allocate bytes into slot; the slot's previous storage
+		      * (a Python name rebound) is freed after */
+	OPT_FREE, /* free the slot's storage (none: nothing) */
+	OPT_STATES, /* the first step creates the parameter's state here */
+	OPT_RENEW, /* the renew piece: created at the first step, replaced
+		    * (new, then old freed) at the others */
+};
+
+#define COLLOC__OPT_SLOTS 8
+#define COLLOC__OPT_MAX_EVENTS 40
+struct colloc__optev {
+	uint8_t op; /* enum colloc__optop */
+	uint8_t slot; /* < COLLOC__OPT_SLOTS; slots outlive the parameter,
+		       * as Python names outlive a loop iteration */
+	uint64_t bytes;
+};
+
+/* Loop optimizer opt's update of parameter p (sharded over shards) into
+ * ev[0..COLLOC__OPT_MAX_EVENTS); returns the count (0 for foreach ones). */
+int colloc__optim_script(int opt, const struct colloc_tensor *p, uint64_t shards,
+			 struct colloc__optev *ev);
+
+/* The kernels of a loop optimizer's update of p, for the step time. */
+#define COLLOC__OPT_MAX_KERNELS 32
+struct colloc__optkern {
+	double elems, bytes;
+};
+int colloc__optim_kernels(int opt, const struct colloc_tensor *p,
+			  struct colloc__optkern *kv);
 
 #endif

@@ -626,52 +626,31 @@ static void op_kernels(struct step *st, const struct colloc__top *tp, bool *req,
 	}
 }
 
-/* Optimizer passes over the parameters: (tensor lists read, written)
- * per torch.optim's _multi_tensor_* (foreach) implementation. */
-static int optimizer_passes(int opt, int (*rw)[2])
+/* A loop optimizer (optim.c): per parameter, its kernels one by one, each
+ * paying the host's dispatch cost, after the Python work of the
+ * parameter. */
+static void optimizer_loop(struct step *st)
 {
-	static const int sgd[][2] = {{2, 1}};
-	static const int mom[][2] = {{1, 1}, {2, 1}, {2, 1}};
-	static const int adam[][2] = {{2, 1}, {1, 1}, {2, 1}, {1, 1},
-				      {1, 1}, {1, 1}, {3, 1}};
-	static const int adamw[][2] = {{1, 1}, {2, 1}, {1, 1}, {2, 1},
-				       {1, 1}, {1, 1}, {1, 1}, {3, 1}};
-	static const int rms[][2] = {{1, 1}, {2, 1}, {1, 1}, {1, 1}, {3, 1}};
-	static const int ada[][2] = {{2, 1}, {1, 1}, {1, 1}, {3, 1}};
-	const int(*t)[2];
-	int n;
+	const struct colloc_graph *g = st->g;
 
-	switch (opt) {
-	case COLLOC_OPT_SGD:
-		t = sgd, n = 1;
-		break;
-	case COLLOC_OPT_MOMENTUM:
-		t = mom, n = 3;
-		break;
-	case COLLOC_OPT_ADAMW:
-		t = adamw, n = 8;
-		break;
-	case COLLOC_OPT_RMSPROP:
-		t = rms, n = 5;
-		break;
-	case COLLOC_OPT_ADAGRAD:
-		t = ada, n = 4;
-		break;
-	default:
-		t = adam, n = 7;
-		break;
+	for (int i = 0; i < g->n_tensors; i++) {
+		struct colloc__optkern kv[COLLOC__OPT_MAX_KERNELS];
+		int n;
+
+		if (g->tensors[i].param_class != COLLOC_PARAM_TRAINABLE)
+			continue;
+		n = colloc__optim_kernels(st->o->optimizer, &g->tensors[i], kv);
+		st->host_s += HOST_OPT_TENSOR_US * 1e-6;
+		for (int k = 0; k < n; k++)
+			issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,
+				   kv[k].elems, kv[k].bytes, 0, st->host_op_s);
 	}
-	for (int i = 0; i < n; i++) {
-		rw[i][0] = t[i][0];
-		rw[i][1] = t[i][1];
-	}
-	return n;
 }
 
 static void optimizer(struct step *st)
 {
+	const struct colloc__optim *opt = colloc__optim_get(st->o->optimizer);
 	struct colloc_param_totals pt;
-	int rw[8][2], n;
 	double elems, ntensors, launches;
 
 	colloc_graph_param_totals(st->g, &pt);
@@ -679,15 +658,20 @@ static void optimizer(struct step *st)
 	ntensors = (double)pt.trainable_tensors;
 	if (elems <= 0)
 		return;
-	n = optimizer_passes(st->o->optimizer, rw);
+	if (opt->step == STEP_LOOP) {
+		optimizer_loop(st);
+		return;
+	}
+	/* foreach: each pass over all parameters in multi_tensor_apply
+	 * launches */
 	launches = ceil(ntensors / MTA_TENSORS);
 	if (launches < ceil(elems / (MTA_CHUNK * MTA_CHUNKS)))
 		launches = ceil(elems / (MTA_CHUNK * MTA_CHUNKS));
 	if (launches < 1)
 		launches = 1;
 	st->host_s += ntensors * HOST_OPT_TENSOR_US * 1e-6;
-	for (int i = 0; i < n; i++) {
-		double bytes = 4.0 * elems * (rw[i][0] + rw[i][1]);
+	for (int i = 0; i < opt->n_passes; i++) {
+		double bytes = 4.0 * elems * (opt->passes[i][0] + opt->passes[i][1]);
 
 		for (int l = 0; l < (int)launches; l++)
 			issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,

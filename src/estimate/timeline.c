@@ -62,6 +62,9 @@ struct tl {
 	int (*saved)[6]; /* node -> storages it saved, -1 terminated */
 	uint8_t *esz; /* graph tensor -> element size at run time (autocast) */
 	int *wcast; /* parameter -> its autocast (half) copy, -1 if none */
+	/* loop optimizers: each parameter's state pieces (tensor i, piece k
+	 * at i * COLLOC__OPT_MAX_PIECES + k; -1: none) */
+	int *ostate;
 	bool amp; /* torch.autocast to fp16/bf16 */
 	struct colloc__shard sh; /* what --parallel keeps of each on a GPU */
 
@@ -77,6 +80,7 @@ struct tl {
 	uint64_t kind_bytes[COLLOC_MEM_KIND_COUNT_];
 	uint64_t saved_bytes; /* saved-for-backward total of the last forward */
 	int cublas; /* storage of the cuBLAS workspace, or -1 */
+	int oshared[2]; /* loop optimizers' shared buffers (ostate), or -1 */
 
 	/* position */
 	int iter, phase, node;
@@ -1095,29 +1099,13 @@ static int run_loss_backward(struct tl *t, int logp_st)
 	return rc;
 }
 
-int colloc__optimizer_state_factor(int opt)
-{
-	switch (opt) {
-	case COLLOC_OPT_MOMENTUM:
-	case COLLOC_OPT_RMSPROP:
-	case COLLOC_OPT_ADAGRAD:
-		return 1;
-	case COLLOC_OPT_ADAM:
-	case COLLOC_OPT_ADAMW:
-		return 2;
-	default:
-		return 0;
-	}
-}
-
 /* Foreach temporaries (one list of parameter-sized tensors) in PyTorch 2.x:
  * Adam/AdamW and RMSprop/Adagrad take a _foreach_sqrt of a state. */
 static int temp_factor(int opt)
 {
-	return opt == COLLOC_OPT_ADAM || opt == COLLOC_OPT_ADAMW ||
-			       opt == COLLOC_OPT_RMSPROP || opt == COLLOC_OPT_ADAGRAD
-		       ? 1
-		       : 0;
+	const struct colloc__optim *o = colloc__optim_get(opt);
+
+	return o && o->step == STEP_FOREACH ? o->temp_factor : 0;
 }
 
 static int make_states(struct tl *t)
@@ -1145,6 +1133,112 @@ static int make_states(struct tl *t)
 	return 0;
 }
 
+/* A loop optimizer's state of parameter i: created at its first step. */
+static int loop_states(struct tl *t, int i, const struct colloc__optstate *os)
+{
+	int rc, s;
+
+	if (os->shared && t->oshared[0] < 0) {
+		uint64_t b[2];
+		int n = colloc__optim_shared(t->opts->optimizer, b);
+
+		for (int k = 0; k < n && k < 2; k++) {
+			rc = st_new(t, b[k], COLLOC_MEM_OPTIMIZER, -1,
+				    "optimizer quantization map", &s);
+			if (rc)
+				return rc;
+			if (s >= 0)
+				t->st[s].refs = 1;
+			t->oshared[k] = s;
+		}
+	}
+	for (int k = 0; k < os->n; k++) {
+		if (os->renew && k == os->renew)
+			continue;
+		rc = st_new(t, os->bytes[k], COLLOC_MEM_OPTIMIZER, -1,
+			    "optimizer state of", &s);
+		if (rc)
+			return rc;
+		if (s >= 0) {
+			t->st[s].refs = 1;
+			t->st[s].tensor = i;
+		}
+		t->ostate[(size_t)i * COLLOC__OPT_MAX_PIECES + (size_t)k] = s;
+	}
+	return 0;
+}
+
+/*
+ * opt.step() of an optimizer that updates one parameter after the other
+ * (optim.c writes each parameter's update as allocator events): the
+ * parameters in the model's order, each one's state created at its first
+ * step, its temporaries in slots that, like the Python names holding them,
+ * live on into the next parameter's update until rebound; all are gone
+ * when step() returns.
+ */
+static int run_step_loop(struct tl *t, int iter)
+{
+	const struct colloc_graph *g = t->g;
+	int slot[COLLOC__OPT_SLOTS], rc = 0, opt = t->opts->optimizer;
+	uint64_t shards = t->sh.states ? t->sh.n : 1;
+
+	for (int k = 0; k < COLLOC__OPT_SLOTS; k++)
+		slot[k] = -1;
+	for (int i = 0; i < g->n_tensors && !rc; i++) {
+		const struct colloc_tensor *p = &g->tensors[i];
+		struct colloc__optev ev[COLLOC__OPT_MAX_EVENTS];
+		struct colloc__optstate os;
+		int n, s;
+
+		if (p->param_class != COLLOC_PARAM_TRAINABLE)
+			continue;
+		colloc__optim_states(opt, p, shards, (uint64_t)t->opts->quant_block_elems,
+				     &os);
+		n = colloc__optim_script(opt, p, shards, ev);
+		for (int k = 0; k < n && !rc; k++) {
+			int *sl = &slot[ev[k].slot % COLLOC__OPT_SLOTS],
+			    *piece = &t->ostate[(size_t)i * COLLOC__OPT_MAX_PIECES +
+						(size_t)os.renew];
+
+			switch (ev[k].op) {
+			case OPT_NEW:
+				rc = st_new(t, ev[k].bytes, COLLOC_MEM_TEMPORARY, -1,
+					    "optimizer step temporary of", &s);
+				if (!rc && s >= 0)
+					t->st[s].tensor = i;
+				st_free(t, *sl);
+				*sl = s;
+				break;
+			case OPT_FREE:
+				st_free(t, *sl);
+				*sl = -1;
+				break;
+			case OPT_STATES:
+				if (iter == 0)
+					rc = loop_states(t, i, &os);
+				break;
+			case OPT_RENEW:
+				if (!os.renew)
+					break;
+				rc = st_new(t, os.bytes[os.renew], COLLOC_MEM_OPTIMIZER,
+					    -1, "optimizer state of", &s);
+				if (!rc && s >= 0) {
+					t->st[s].refs = 1;
+					t->st[s].tensor = i;
+				}
+				st_free(t, *piece);
+				*piece = s;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	for (int k = 0; k < COLLOC__OPT_SLOTS; k++)
+		st_free(t, slot[k]);
+	return rc;
+}
+
 static int run_step(struct tl *t, int iter)
 {
 	const struct colloc_graph *g = t->g;
@@ -1152,7 +1246,9 @@ static int run_step(struct tl *t, int iter)
 
 	t->phase = COLLOC_PHASE_OPTIMIZER;
 	t->node = -1;
-	if (iter == 0 && t->opts->optimizer != COLLOC_OPT_ADAGRAD) {
+	if (colloc__optim_get(t->opts->optimizer)->step == STEP_LOOP)
+		return run_step_loop(t, iter);
+	if (iter == 0 && !colloc__optim_get(t->opts->optimizer)->ctor_state) {
 		rc = make_states(t);
 		if (rc)
 			return rc;
@@ -1248,14 +1344,17 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.saved = malloc(((size_t)g->n_nodes + 1) * sizeof(*t.saved));
 	t.esz = malloc(nt * sizeof(*t.esz));
 	t.wcast = malloc(nt * sizeof(*t.wcast));
+	t.ostate = malloc(nt * COLLOC__OPT_MAX_PIECES * sizeof(*t.ostate));
+	t.oshared[0] = t.oshared[1] = -1;
 	t.amp = opts->precision == COLLOC_PREC_AMP_FP16 ||
 		opts->precision == COLLOC_PREC_AMP_BF16;
 	colloc__shard_of(opts, &t.sh);
 	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
 	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
-	    !t.saved || !prev_in)
+	    !t.saved || !prev_in || !t.ostate)
 		goto out;
 	memset(t.pgrad, 0xff, nt * sizeof(*t.pgrad));
+	memset(t.ostate, 0xff, nt * COLLOC__OPT_MAX_PIECES * sizeof(*t.ostate));
 	memset(t.wcast, 0xff, nt * sizeof(*t.wcast));
 	for (int i = 0; i < g->n_tensors; i++)
 		t.esz[i] = (uint8_t)colloc_dtype_size(g->tensors[i].dtype);
@@ -1301,7 +1400,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	res->param_bytes = t.kind_bytes[COLLOC_MEM_PARAM];
 	if ((rc = parallel_buffers(&t)))
 		goto out;
-	if (opts->optimizer == COLLOC_OPT_ADAGRAD && (rc = make_states(&t)))
+	if (colloc__optim_get(opts->optimizer)->ctor_state && (rc = make_states(&t)))
 		goto out; /* Adagrad creates its state in the constructor */
 
 	for (int it = 0; it < iters && !t.stopped; it++) {
@@ -1500,6 +1599,7 @@ out:
 	free(t.saved);
 	free(t.esz);
 	free(t.wcast);
+	free(t.ostate);
 	free(t.seg_of);
 	free(t.hold);
 	free(t.hold_at);

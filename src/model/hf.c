@@ -40,7 +40,13 @@
  *    create_position_ids_from_input_ids does) and token types, the all-zero
  *    extended mask added to the scores, exact GELU, the MLM head (dense,
  *    GELU, LayerNorm, decoder tied to the word embeddings plus its bias).
- *    The loss is cross-entropy over every position.
+ *    The loss is cross-entropy over every position. With the class named
+ *    by --architecture or the configuration's architectures,
+ *    BertForSequenceClassification / RobertaForSequenceClassification
+ *    instead: the same encoder, then on the first token BERT's pooler
+ *    (dense, tanh), dropout and classifier, or RoBERTa's classification
+ *    head (dropout, dense, tanh, dropout, out_proj); logits [b, labels],
+ *    cross-entropy (MSE for one label); choose_head() has the rules.
  *  - t5: T5ForConditionalGeneration(input_ids, decoder_input_ids): encoder
  *    and decoder stacks, d_kv per head, the relative position bias
  *    computed in each stack's first block (bucketed, an embedding lookup)
@@ -116,7 +122,20 @@ struct hf_cfg {
 	bool gated;
 	/* gptj: the rotated dims of each head */
 	int64_t rotary_dim;
+	/* the head (enum head_kind); a classification head's labels, its
+	 * dropout, whether it regresses (one label: MSE) */
+	int head;
+	int64_t labels;
+	double cls_pdrop;
+	bool regression;
+	/* the configuration's first architecture when it is not a class
+	 * built (the family's default is built instead), for a note */
+	char arch_unbuilt[80];
 };
+
+/* What sits on the encoder (bert, roberta): the family's language-model
+ * head (the checkpoints' own class), or a sequence classifier. */
+enum head_kind { HEAD_LM = 0, HEAD_SEQ_CLS };
 
 /* Feed-forward activations. */
 enum act_kind {
@@ -526,17 +545,122 @@ static int parse_t5(const cJSON *r, struct hf_cfg *c, const char *f,
 	return 0;
 }
 
+/* Each family: its parser, the transformers class built by default (the
+ * published checkpoints' architectures) and the sequence-classification
+ * class built on request (NULL: none). */
 static const struct {
 	const char *model_type;
 	int (*parse)(const cJSON *, struct hf_cfg *, const char *, struct colloc_diag *);
+	const char *lm_class, *cls_class;
 } families[] = {
-	{"gpt2", parse_gpt2},	{"gpt_neo", parse_gpt_neo}, {"opt", parse_opt},
-	{"llama", parse_llama}, {"mistral", parse_llama},   {"qwen2", parse_llama},
-	{"bert", parse_bert},	{"roberta", parse_bert},    {"t5", parse_t5},
-	{"gptj", parse_gptj},
+	{"gpt2", parse_gpt2, "GPT2LMHeadModel", NULL},
+	{"gpt_neo", parse_gpt_neo, "GPTNeoForCausalLM", NULL},
+	{"opt", parse_opt, "OPTForCausalLM", NULL},
+	{"llama", parse_llama, "LlamaForCausalLM", NULL},
+	{"mistral", parse_llama, "MistralForCausalLM", NULL},
+	{"qwen2", parse_llama, "Qwen2ForCausalLM", NULL},
+	{"bert", parse_bert, "BertForMaskedLM", "BertForSequenceClassification"},
+	{"roberta", parse_bert, "RobertaForMaskedLM", "RobertaForSequenceClassification"},
+	{"t5", parse_t5, "T5ForConditionalGeneration", NULL},
+	{"gptj", parse_gptj, "GPTJForCausalLM", NULL},
 };
 
-static int parse_config(const char *text, size_t len, const char *file, struct hf_cfg *c,
+/* The default class of c's family. */
+static const char *hf_lm_class(const struct hf_cfg *c)
+{
+	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++)
+		if (strcmp(families[k].model_type, c->model_type) == 0)
+			return families[k].lm_class;
+	return "?";
+}
+
+/* The first string of the configuration's "architectures", or NULL. */
+static const char *first_architecture(const cJSON *root)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *it;
+
+	cJSON_ArrayForEach(it, a)
+	{
+		if (cJSON_IsString(it))
+			return it->valuestring;
+	}
+	return NULL;
+}
+
+/*
+ * The head of family k: the class named by --architecture (o->architecture),
+ * else the configuration's first architecture. A family builds its default
+ * class and, for bert / roberta, the sequence classifier
+ * (BertForSequenceClassification, RobertaForSequenceClassification in
+ * modeling_bert.py / modeling_roberta.py); another class named in the file
+ * is built as the default, with a note; one named by the option is refused.
+ * A classifier's labels as PretrainedConfig counts them (the option, else
+ * id2label's entries, else num_labels, else 2), its dropout
+ * classifier_dropout or else hidden_dropout_prob, and its loss as the
+ * model's forward picks it from problem_type (regression, which one label
+ * implies: MSELoss; single-label: CrossEntropyLoss; multi-label, BCE, is
+ * not built).
+ */
+static int choose_head(const cJSON *r, struct hf_cfg *c, size_t k,
+		       const struct colloc_model_opts *o, const char *f,
+		       struct colloc_diag *d)
+{
+	const char *want = o && o->architecture && o->architecture[0]
+				   ? o->architecture
+				   : first_architecture(r);
+	const cJSON *id2label = cJSON_GetObjectItemCaseSensitive(r, "id2label"),
+		    *pt = cJSON_GetObjectItemCaseSensitive(r, "problem_type");
+	int rc;
+
+	c->head = HEAD_LM;
+	if (!want || strcmp(want, families[k].lm_class) == 0)
+		return 0;
+	if (!families[k].cls_class || strcmp(want, families[k].cls_class) != 0) {
+		if (o && o->architecture && o->architecture[0])
+			return colloc_diag_set(
+				d, COLLOC_EUSAGE,
+				"--architecture %.64s: model_type %s is built as %s%s%s",
+				o->architecture, c->model_type, families[k].lm_class,
+				families[k].cls_class ? " or " : "",
+				families[k].cls_class ? families[k].cls_class : "");
+		snprintf(c->arch_unbuilt, sizeof(c->arch_unbuilt), "%.64s", want);
+		return 0;
+	}
+	c->head = HEAD_SEQ_CLS;
+	if (cJSON_IsObject(id2label) && cJSON_GetArraySize(id2label) > 0)
+		c->labels = cJSON_GetArraySize(id2label);
+	else if ((rc = cfg_int(r, "num_labels", 2, 1, HF_MAX_VOCAB, &c->labels, f, d)))
+		return rc;
+	if (o && o->num_labels > 0)
+		c->labels = o->num_labels;
+	if (c->labels > HF_MAX_VOCAB)
+		return colloc_diag_set(d, COLLOC_EFORMAT, "%s: more than %d labels", f,
+				       HF_MAX_VOCAB);
+	if ((rc = cfg_num(r, "classifier_dropout", c->resid_pdrop, 0, 1, &c->cls_pdrop, f,
+			  d)))
+		return rc;
+	c->regression = c->labels == 1;
+	if (pt && !cJSON_IsNull(pt)) {
+		if (!cJSON_IsString(pt))
+			return colloc_diag_set(d, COLLOC_EFORMAT,
+					       "%s: \"problem_type\" must be a string",
+					       f);
+		if (strcmp(pt->valuestring, "regression") == 0)
+			c->regression = true;
+		else if (strcmp(pt->valuestring, "single_label_classification") == 0)
+			c->regression = false;
+		else
+			return colloc_diag_set(d, COLLOC_EUNSUPPORTED,
+					       "%s: problem_type '%.40s' is not built "
+					       "(regression and "
+					       "single_label_classification are)",
+					       f, pt->valuestring);
+	}
+	return 0;
+}
+
+static int parse_config(const char *text, size_t len, const char *file,
+			const struct colloc_model_opts *o, struct hf_cfg *c,
 			struct colloc_diag *diag)
 {
 	const cJSON *mt;
@@ -574,6 +698,8 @@ static int parse_config(const char *text, size_t len, const char *file, struct h
 					     (long long)c->heads);
 		if (!rc && !c->head_dim)
 			c->head_dim = c->hidden / c->heads;
+		if (!rc)
+			rc = choose_head(root, c, k, o, file, diag);
 		goto out;
 	}
 	known[0] = '\0';
@@ -932,6 +1058,14 @@ static bool lora_target(const struct build *b, const char *module)
 	return false;
 }
 
+/* pre + "prefix.module" (or "prefix" alone when module is NULL) + suf */
+static const char *mod_name(struct em *e, const char *pre, const char *prefix,
+			    const char *module, const char *suf)
+{
+	return em_str(e, "%s%s%s%s%s", pre, prefix, module ? "." : "",
+		      module ? module : "", suf);
+}
+
 /*
  * y = x W^T (+ bias) for nn.Linear weights [out, in] (conv1d: GPT-2's
  * Conv1D, weight [in, out], no transpose), with a LoRA adapter when the
@@ -947,24 +1081,32 @@ static const char *linear(struct build *b, const char *x, const char *prefix,
 	struct em *e = &b->e;
 	const char *w, *y;
 
+	/* a module of the model itself (prefix NULL: "classifier") */
+	if (!prefix) {
+		prefix = module;
+		module = NULL;
+	}
 	if (conv1d) {
-		w = em_weight(e, em_str(e, "%s.%s.weight", prefix, module), b->wdt, in,
+		w = em_weight(e, mod_name(e, "", prefix, module, ".weight"), b->wdt, in,
 			      out);
-		y = em_node(e, "MatMul", em_str(e, "/%s.%s/MatMul", prefix, module),
+		y = em_node(e, "MatMul", mod_name(e, "/", prefix, module, "/MatMul"),
 			    IN(x, w), 1, NOAT);
 	} else {
-		w = em_weight(e, em_str(e, "%s.%s.weight", prefix, module), b->wdt, out,
+		w = em_weight(e, mod_name(e, "", prefix, module, ".weight"), b->wdt, out,
 			      in);
-		w = em_node(e, "Transpose", em_str(e, "/%s.%s/Transpose", prefix, module),
-			    IN(w), 1, AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
-		y = em_node(e, "MatMul", em_str(e, "/%s.%s/MatMul", prefix, module),
+		w = em_node(e, "Transpose",
+			    mod_name(e, "/", prefix, module, "/Transpose"), IN(w), 1,
+			    AT({"perm", A_INTS, 0, 0, PERM_T, 2}));
+		y = em_node(e, "MatMul", mod_name(e, "/", prefix, module, "/MatMul"),
 			    IN(x, w), 1, NOAT);
 	}
 	if (bias)
-		y = em_node(e, "Add", em_str(e, "/%s.%s/Add", prefix, module),
-			    IN(y, em_weight(e, em_str(e, "%s.%s.bias", prefix, module),
+		y = em_node(e, "Add", mod_name(e, "/", prefix, module, "/Add"),
+			    IN(y, em_weight(e, mod_name(e, "", prefix, module, ".bias"),
 					    b->wdt, out, 0)),
 			    1, NOAT);
+	if (!module)
+		return y; /* no LoRA target: peft's defaults are in the layers */
 	if (b->o->trainable == COLLOC_TRAIN_LORA && lora_target(b, module)) {
 		int fdt = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
 		const char *xa = x, *a, *bb, *s, *base = y;
@@ -1993,6 +2135,38 @@ static const char *bert_layer(struct build *b, const char *stack, const char *x,
 	return x;
 }
 
+/*
+ * The sequence classifier on the encoder's output x [b, t, d], reading the
+ * first token (x[:, 0], a view of x that the first linear layer saves):
+ * BertForSequenceClassification: the pooler (BertPooler: dense, tanh),
+ * dropout, classifier = Linear(d, labels); RobertaForSequenceClassification
+ * (no pooler): RobertaClassificationHead's dropout, dense, tanh, dropout,
+ * out_proj = Linear(d, labels). "logits" is [b, labels].
+ */
+static void seq_cls_head(struct build *b, const char *x, bool roberta)
+{
+	struct em *e = &b->e;
+	const struct hf_cfg *c = b->c;
+	int64_t d = c->hidden;
+	const char *h;
+
+	h = em_node(e, "Gather", roberta ? "/classifier/Gather" : "/bert/pooler/Gather",
+		    IN(x, INT0(0)), 1, AT({"axis", A_INT, 1, 0, NULL, 0}));
+	if (roberta) {
+		h = dropout(b, h, c->cls_pdrop, "/classifier/dropout/Dropout");
+		h = linear(b, h, "classifier", "dense", d, d, true, false);
+		h = em_node(e, "Tanh", "/classifier/Tanh", IN(h), 1, NOAT);
+		h = dropout(b, h, c->cls_pdrop, "/classifier/dropout_1/Dropout");
+		h = linear(b, h, "classifier", "out_proj", d, c->labels, true, false);
+	} else {
+		h = linear(b, h, "bert.pooler", "dense", d, d, true, false);
+		h = em_node(e, "Tanh", "/bert/pooler/activation/Tanh", IN(h), 1, NOAT);
+		h = dropout(b, h, c->cls_pdrop, "/dropout/Dropout");
+		h = linear(b, h, NULL, "classifier", d, c->labels, true, false);
+	}
+	em_node(e, "Identity", "logits", IN(h), 1, NOAT);
+}
+
 /* BertForMaskedLM / RobertaForMaskedLM. The masked-LM head is the one the
  * published checkpoints carry (architectures: BertForMaskedLM): the
  * pretraining objective and the usual starting point of domain-adaptive
@@ -2063,6 +2237,10 @@ static void build_bert(struct build *b)
 		       : NULL;
 	for (int64_t l = 0; l < c->layers && !e->failed; l++)
 		x = bert_layer(b, em_str(e, "%s.encoder.layer", base), x, mask, l);
+	if (c->head == HEAD_SEQ_CLS) {
+		seq_cls_head(b, x, roberta);
+		return;
+	}
 	/* BertLMPredictionHead: transform (dense, GELU, LayerNorm), then the
 	 * decoder, tied to the word embeddings, with its own bias */
 	if (!head)
@@ -2347,7 +2525,8 @@ static Onnx__ValueInfoProto *value_info(struct em *e, const char *name, int dtyp
 	Onnx__TypeProto *tp = em_alloc(e, sizeof(*tp));
 	Onnx__TypeProto__Tensor *tt = em_alloc(e, sizeof(*tt));
 	Onnx__TensorShapeProto *sp = em_alloc(e, sizeof(*sp));
-	size_t rank = d2 > 0 ? 3 : 2;
+	/* [d0, d1], [d0, d1, d2], or [d0, d2] when d1 is NULL */
+	size_t rank = d2 > 0 && d1 ? 3 : 2;
 
 	if (e->failed)
 		return NULL;
@@ -2364,7 +2543,7 @@ static Onnx__ValueInfoProto *value_info(struct em *e, const char *name, int dtyp
 		if (!dm)
 			return NULL;
 		*dm = dinit;
-		if (k < 2) {
+		if (k == 0 || (k == 1 && d1)) {
 			dm->value_case =
 				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
 			dm->dim_param = unconst(k ? d1 : d0);
@@ -2411,8 +2590,11 @@ static int pack_and_load(struct build *b, struct colloc_graph **g, const char *f
 				ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "batch", "dec_seq",
 				0)
 		   : NULL;
-	out = value_info(e, "logits", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "batch",
-			 t5 ? "dec_seq" : "seq", b->c->vocab);
+	out = b->c->head == HEAD_SEQ_CLS
+		      ? value_info(e, "logits", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+				   "batch", NULL, b->c->labels)
+		      : value_info(e, "logits", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+				   "batch", t5 ? "dec_seq" : "seq", b->c->vocab);
 	if (e->failed || !in[0] || (t5 && !in[1]) || !out)
 		return colloc_diag_set(diag, -ENOMEM, "out of memory");
 	gp.name = unconst(b->c->model_type);
@@ -2595,7 +2777,7 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 	int rc, lora_count = 0, *segs = NULL;
 	int64_t blocks;
 
-	if ((rc = parse_config(text, len, file, &c, diag)))
+	if ((rc = parse_config(text, len, file, o, &c, diag)))
 		return rc;
 	/* the checkpointed blocks: the decoder's, or encoder's and decoder's */
 	blocks = c.layers + c.dec_layers;
@@ -2659,9 +2841,23 @@ int colloc__hf_build_buffer(const char *text, size_t len, const char *file,
 		m->family = c.model_type;
 		/* roberta's first positions go to the padding index */
 		m->max_seq = c.positions - c.pad_offset;
-		m->loss = c.family == FAM_BERT || c.family == FAM_T5
+		m->loss = c.head == HEAD_SEQ_CLS && c.regression ? COLLOC_LOSS_MSE
+			  : c.family == FAM_BERT || c.family == FAM_T5
 				  ? COLLOC_LOSS_CROSS_ENTROPY
 				  : COLLOC_LOSS_CAUSAL_LM;
+		if (c.head == HEAD_SEQ_CLS)
+			colloc__model_note(m,
+					   "head: %s, %lld label%s (%s, dropout, "
+					   "classifier on the first token; %s)",
+					   c.pad_offset > 0
+						   ? "RobertaForSequenceClassification"
+						   : "BertForSequenceClassification",
+					   (long long)c.labels, c.labels == 1 ? "" : "s",
+					   c.pad_offset > 0 ? "dense, tanh" : "pooler",
+					   c.regression ? "mse" : "cross-entropy");
+		else if (c.arch_unbuilt[0])
+			colloc__model_note(m, "architectures names %s: built as %s",
+					   c.arch_unbuilt, hf_lm_class(&c));
 		m->n_seq_dims = c.family == FAM_T5 ? 2 : 1;
 		m->seq_dims[0] = colloc__model_strdup(m, "seq");
 		m->seq_dims[1] =

@@ -337,6 +337,13 @@ static int open_onnx(struct colloc_model *m, const char *name,
 				       "configuration (hf:...); an ONNX graph has "
 				       "them as it was exported",
 				       name);
+	if ((o->architecture && o->architecture[0]) || o->num_labels)
+		return colloc_diag_set(diag, COLLOC_EUSAGE,
+				       "%s: --architecture and --num-labels choose the "
+				       "head of a model built from a Hugging Face "
+				       "configuration (hf:...); an ONNX graph has its "
+				       "own",
+				       name);
 	return 0;
 }
 
@@ -390,7 +397,8 @@ static int model_finish(struct colloc_model *m, const struct colloc_model_opts *
 static int check_opts(const struct colloc_model_opts *opts, struct colloc_diag *diag)
 {
 	if (opts->trainable < 0 || opts->trainable >= COLLOC_TRAIN_COUNT_ ||
-	    opts->attention < 0 || opts->attention >= COLLOC_ATTN_COUNT_)
+	    opts->attention < 0 || opts->attention >= COLLOC_ATTN_COUNT_ ||
+	    opts->num_labels < 0 || opts->num_labels > (1 << 24))
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid model options");
 	return 0;
 }

@@ -102,6 +102,11 @@ static void check_against_pytorch(void **state)
 		const cJSON *r = cJSON_GetObjectItemCaseSensitive(
 			opt_ref, colloc_optimizer_name(opt));
 
+		/* the reference steps torch.optim's optimizers; the ones that
+		 * step one parameter at a time (transformers', bitsandbytes')
+		 * are worked by hand in test_hf (optimizer_states) */
+		if (opt >= COLLOC_OPT_ADAMW_LOOP)
+			continue;
 		colloc_estimate_opts_init(&o);
 		o.platform = &plat;
 		o.optimizer = opt;

@@ -99,6 +99,7 @@ static void published_counts(void **state)
 		 * published BertModel / RobertaModel counts */
 		{"data/hf/bert-base-uncased", 109514298ull},
 		{"data/hf/roberta-base", 124697433ull},
+		{"data/hf/bert-large-uncased", 335174458ull},
 		/* T5ForConditionalGeneration: shared embedding, tied head for
 		 * t5-small / t5-base, an untied lm_head for v1.1 */
 		{"data/hf/t5-small", 60506624ull},
@@ -116,6 +117,39 @@ static void published_counts(void **state)
 				 (unsigned long long)m->trainable_params,
 				 (unsigned long long)cases[k].params);
 		assert_int_equal(m->frozen_params, 0);
+		colloc_model_destroy(m);
+	}
+	/* BertForSequenceClassification on bert-large-uncased (the model of
+	 * data/reference/published_finetune.md), 2 labels: the masked-LM
+	 * count less the MLM head (dense 1024 x 1024 + 1024, LayerNorm 2048,
+	 * the decoder's bias 30522), plus the pooler (1024 x 1024 + 1024)
+	 * and the classifier (1024 x 2 + 2); tools/hf_reference.py --counts
+	 * counts the same in torch.nn (hf_param_counts.json) */
+	{
+		struct colloc_model_opts cls = {0};
+		struct colloc_model *m;
+
+		cls.architecture = "BertForSequenceClassification";
+		m = open_hf("data/hf/bert-large-uncased", &cls);
+		assert_int_equal(m->trainable_params, 335143938ull);
+		assert_int_equal(m->loss, COLLOC_LOSS_CROSS_ENTROPY);
+		colloc_model_destroy(m);
+		/* num_labels=5: 3 x (1024 + 1) more; one label regresses */
+		cls.num_labels = 5;
+		m = open_hf("data/hf/bert-large-uncased", &cls);
+		assert_int_equal(m->trainable_params, 335143938ull + 3 * 1025);
+		colloc_model_destroy(m);
+		cls.num_labels = 1;
+		m = open_hf("data/hf/bert-large-uncased", &cls);
+		assert_int_equal(m->loss, COLLOC_LOSS_MSE);
+		colloc_model_destroy(m);
+		/* RobertaForSequenceClassification: no pooler; its head's dense
+		 * 768 x 768 + 768 and out_proj 768 x 2 + 2 replace the MLM head
+		 * (dense, LayerNorm 1536, bias 50265) */
+		cls.num_labels = 0;
+		cls.architecture = "RobertaForSequenceClassification";
+		m = open_hf("data/hf/roberta-base", &cls);
+		assert_int_equal(m->trainable_params, 124697433ull - 1536 - 50265 + 1538);
 		colloc_model_destroy(m);
 	}
 	lora.trainable = COLLOC_TRAIN_LORA;
@@ -330,7 +364,7 @@ static void against_pytorch(void **state)
 		struct colloc_model_dims d = {0};
 		struct colloc_binding dec;
 		const cJSON *adam, *loss;
-		uint64_t want;
+		uint64_t want, unmodelled;
 		double rel;
 
 		mo.trainable = colloc_trainable_parse(str(rec, "trainable"));
@@ -372,19 +406,48 @@ static void against_pytorch(void **state)
 		assert_int_equal(e.optimizer_state_bytes,
 				 num(adam, "bytes") - num(adam, "step_bytes"));
 		want = num(rec, "saved_bytes_forward_cuda");
-		rel = fabs((double)e.saved_activation_bytes - (double)want) /
+		/* RoBERTa's position ids, [batch, seq] int64 computed from the
+		 * input (create_position_ids_from_input_ids) and saved by the
+		 * position embedding when it trains (not under LoRA, whose
+		 * frozen embedding saves nothing): integer index tensors are shape
+		 * arithmetic to the estimator, which does not count them
+		 * (docs/transformers.md); the comparison adds them */
+		unmodelled = strcmp(m->family, "roberta") == 0 &&
+					     mo.trainable == COLLOC_TRAIN_ALL
+				     ? (uint64_t)(d.batch * d.seq) * 8
+				     : 0;
+		rel = fabs((double)(e.saved_activation_bytes + unmodelled) -
+			   (double)want) /
 		      (double)want;
 		if (rel > SAVED_TOLERANCE)
 			bad++;
-		print_message("%-22s saved %10llu, PyTorch %10llu (%+.2f%%)\n",
-			      rec->string, (unsigned long long)e.saved_activation_bytes,
-			      (unsigned long long)want,
-			      100.0 * ((double)e.saved_activation_bytes - (double)want) /
-				      (double)want);
+		if (unmodelled)
+			print_message(
+				"%-22s saved %10llu, PyTorch %10llu (%+.2f%%; "
+				"%+.2f%% with the int64 position ids)\n",
+				rec->string, (unsigned long long)e.saved_activation_bytes,
+				(unsigned long long)want,
+				100.0 *
+					((double)e.saved_activation_bytes -
+					 (double)want) /
+					(double)want,
+				100.0 *
+					((double)(e.saved_activation_bytes + unmodelled) -
+					 (double)want) /
+					(double)want);
+		else
+			print_message("%-22s saved %10llu, PyTorch %10llu (%+.2f%%)\n",
+				      rec->string,
+				      (unsigned long long)e.saved_activation_bytes,
+				      (unsigned long long)want,
+				      100.0 *
+					      ((double)e.saved_activation_bytes -
+					       (double)want) /
+					      (double)want);
 		colloc_model_destroy(m);
 		n++;
 	}
-	assert_true(n >= 80);
+	assert_true(n >= 96);
 	cJSON_Delete(ref);
 	if (bad)
 		fail_msg("%d of %d cases saved more than %.0f%% off PyTorch (above)", bad,
@@ -833,6 +896,145 @@ static void speed_70b(void **state)
 		fail_msg("llama-3-70b estimate took %.1f ms, more than 50 ms", best);
 }
 
+/* Optimizer state bytes of bert_cls_tiny under optimizer opt. */
+static uint64_t state_bytes(int opt, int block)
+{
+	struct colloc_model *m = open_hf("tests/data/hf/bert_cls_tiny.json", NULL);
+	struct colloc_model_dims d = {4, 32, NULL, 0, false};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_diag diag = {{0}};
+
+	colloc_estimate_opts_init(&o);
+	o.optimizer = opt;
+	o.quant_block_elems = block;
+	o.iterations = 2;
+	if (colloc_estimate_model(m, &d, &o, &e, &diag))
+		fail_msg("%s: %s", colloc_optimizer_name(opt), diag.msg);
+	colloc_model_destroy(m);
+	return e.optimizer_state_bytes;
+}
+
+/*
+ * The loop optimizers' state, worked by hand on bert_cls_tiny
+ * (tests/data/hf/bert_cls_tiny.json: vocab 512, hidden 64, intermediate
+ * 256, 2 layers, 64 positions, 2 token types, 3 labels; 41 parameter
+ * tensors, 141,443 elements) from the rules of src/estimate/optim.c:
+ *  - adamw-loop (transformers' AdamW): exp_avg + exp_avg_sq like each
+ *    parameter, 2 x 4 x 141,443 bytes;
+ *  - adafactor (transformers' Adafactor, beta1 None): per matrix [out, in]
+ *    float32 rows (out) and columns (in), per vector its float32 copy, and
+ *    a 4-byte RMS per parameter;
+ *  - adam8bit (bitsandbytes): parameters of 4096 elements or more keep
+ *    uint8 state1 + state2 and a float32 absmax per block per state, the
+ *    smaller ones two float32 states; two 256-entry float32 maps once.
+ */
+static void optimizer_states(void **state)
+{
+	/* matrices: word 512 x 64, positions 64 x 64, token types 2 x 64;
+	 * per layer q, k, v, o 64 x 64, intermediate 256 x 64, output
+	 * 64 x 256; pooler 64 x 64; classifier 3 x 64 */
+	uint64_t mats = 512 * 64 + 64 * 64 + 2 * 64 +
+			2 * (4 * 64 * 64 + 256 * 64 + 64 * 256) + 64 * 64 + 3 * 64;
+	uint64_t rows_cols = (512 + 64) + (64 + 64) + (2 + 64) +
+			     2 * (4 * (64 + 64) + (256 + 64) + (64 + 256)) + (64 + 64) +
+			     (3 + 64);
+	/* vectors: embedding LayerNorm 2 x 64; per layer 4 biases of 64,
+	 * attention LayerNorm 2 x 64, intermediate bias 256, output bias 64,
+	 * output LayerNorm 2 x 64; pooler bias 64; classifier bias 3 */
+	uint64_t vec = 128 + 2 * (4 * 64 + 128 + 256 + 64 + 128) + 64 + 3;
+	uint64_t tensors = 5 + 2 * 16 + 2 + 2;
+	/* 8-bit: the word embeddings (32,768 elements), ten 64 x 64 (4,096:
+	 * not under min_8bit_size) and four of 16,384; 32-bit: token types
+	 * (128), the classifier's weight (192) and every vector */
+	uint64_t q256 = (2 * 32768 + 2 * 4 * 128) + 10 * (2 * 4096 + 2 * 4 * 16) +
+			4 * (2 * 16384 + 2 * 4 * 64);
+	uint64_t q2048 = (2 * 32768 + 2 * 4 * 16) + 10 * (2 * 4096 + 2 * 4 * 2) +
+			 4 * (2 * 16384 + 2 * 4 * 8);
+	uint64_t small = 8 * (128 + 192 + vec), maps = 2 * 256 * 4;
+
+	(void)state;
+	assert_int_equal(tensors, 41);
+	assert_int_equal(mats + vec, 141443);
+	assert_int_equal(state_bytes(COLLOC_OPT_ADAMW_LOOP, 0), 2 * 4 * 141443);
+	assert_int_equal(state_bytes(COLLOC_OPT_ADAMW, 0), 2 * 4 * 141443);
+	assert_int_equal(state_bytes(COLLOC_OPT_ADAFACTOR, 0),
+			 4 * (rows_cols + vec) + 4 * tensors);
+	assert_int_equal(state_bytes(COLLOC_OPT_ADAM8BIT, 0), q256 + small + maps);
+	assert_int_equal(state_bytes(COLLOC_OPT_ADAMW8BIT, 256), q256 + small + maps);
+	assert_int_equal(state_bytes(COLLOC_OPT_ADAM8BIT, 2048), q2048 + small + maps);
+}
+
+/*
+ * What one optimizer step allocates, on bert-base-uncased as
+ * BertForSequenceClassification at batch 1, 8 tokens, checkpointed (the
+ * step is the peak). Its largest parameter is the word embeddings, W =
+ * 30522 x 768 x 4 bytes. Beside the parameters, gradients and states, the
+ * step holds: foreach AdamW one sqrt of every parameter (all of them);
+ * AdamW stepped one parameter at a time, that parameter's sqrt and the
+ * previous one's until it is rebound (W at most, plus the next, 512 x 768
+ * position embeddings); Adafactor grad**2 and grad**2 + eps of one
+ * parameter (2 W), 8-bit Adam nothing (its kernel works in place). What
+ * else is temporary at the peak (the input ids, labels, cuBLAS's
+ * workspace, the loss) is under 9 MiB; the allocator's blocks of W may
+ * each hold up to 1 MiB more (a large block's remainder of up to 1 MiB is
+ * not split off).
+ */
+static void optimizer_step_temporaries(void **state)
+{
+	static const struct {
+		int opt;
+		double lo, hi; /* temporaries at the peak / W */
+	} cases[] = {
+		{COLLOC_OPT_ADAMW, -1, 1e9}, /* lo: every parameter */
+		{COLLOC_OPT_ADAMW_LOOP, 1,
+		 1 + (512.0 * 768 * 4 + 11 * 1048576) / (23440896 * 4)},
+		{COLLOC_OPT_ADAFACTOR, 2, 2 + 11.0 * 1048576 / (23440896 * 4)},
+		{COLLOC_OPT_ADAM8BIT, 0, 0},
+	};
+	struct colloc_model_opts mo = {0};
+	struct colloc_model *m;
+	struct colloc_model_dims d = {1, 8, NULL, 0, false};
+	const double w = 23440896.0 * 4; /* 30522 x 768 float32 */
+
+	(void)state;
+	mo.architecture = "BertForSequenceClassification";
+	mo.gradient_checkpointing = true;
+	m = open_hf("data/hf/bert-base-uncased", &mo);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct colloc_estimate_opts o;
+		struct colloc_estimate e;
+		struct colloc_diag diag = {{0}};
+		double tmp, cases_lo;
+
+		colloc_estimate_opts_init(&o);
+		o.optimizer = cases[k].opt;
+		if (colloc_estimate_model(m, &d, &o, &e, &diag))
+			fail_msg("%s", diag.msg);
+		tmp = (double)e.breakdown.temporaries_bytes / w;
+		if (cases[k].lo < 0)
+			cases_lo = (double)m->trainable_params * 4 / w;
+		else
+			cases_lo = cases[k].lo;
+		print_message("%-10s peak at %s, temporaries %.3f W\n",
+			      colloc_optimizer_name(cases[k].opt),
+			      colloc_phase_name(e.peak_phase), tmp);
+		if (cases[k].opt == COLLOC_OPT_ADAM8BIT) {
+			/* the step allocates nothing after the first one's
+			 * states: the peak is elsewhere, with no step
+			 * temporary in it */
+			assert_int_not_equal(e.peak_phase, COLLOC_PHASE_OPTIMIZER);
+			continue;
+		}
+		assert_int_equal(e.peak_phase, COLLOC_PHASE_OPTIMIZER);
+		if (tmp < cases_lo || tmp > cases[k].hi)
+			fail_msg("%s: temporaries at the step %.4f W, want %.4f..%.4f",
+				 colloc_optimizer_name(cases[k].opt), tmp, cases_lo,
+				 cases[k].hi);
+	}
+	colloc_model_destroy(m);
+}
+
 static void errors(void **state)
 {
 	static const char unknown[] =
@@ -887,6 +1089,35 @@ static void errors(void **state)
 		colloc_model_open("hf:/nonexistent/config.json", NULL, &m, &diag),
 		COLLOC_ENOTFOUND);
 
+	/* a head the family does not build, asked for by name */
+	o.architecture = "BertForTokenClassification";
+	snprintf(path, sizeof(path), "hf:%s/data/hf/bert-base-uncased", src_dir());
+	assert_int_equal(colloc_model_open(path, &o, &m, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "BertForSequenceClassification"));
+	o.architecture = "GPT2ForSequenceClassification";
+	snprintf(path, sizeof(path), "hf:%s/data/hf/gpt2", src_dir());
+	assert_int_equal(colloc_model_open(path, &o, &m, &diag), COLLOC_EUSAGE);
+	assert_non_null(strstr(diag.msg, "GPT2LMHeadModel"));
+	o.architecture = NULL;
+	/* factored and quantized states on ZeRO's flat shards: refused */
+	{
+		struct colloc_estimate_opts eo;
+		struct colloc_estimate e;
+		struct colloc_model_dims dd = {1, 8, NULL, 0, false};
+
+		m = open_hf("data/hf/gpt2", NULL);
+		colloc_estimate_opts_init(&eo);
+		eo.optimizer = COLLOC_OPT_ADAFACTOR;
+		eo.parallel = COLLOC_PAR_ZERO2;
+		eo.gpus = 4;
+		assert_int_equal(colloc_estimate_model(m, &dd, &eo, &e, &diag),
+				 COLLOC_EUNSUPPORTED);
+		assert_non_null(strstr(diag.msg, "adafactor"));
+		eo.parallel = COLLOC_PAR_DDP;
+		assert_int_equal(colloc_estimate_model(m, &dd, &eo, &e, &diag), 0);
+		colloc_model_destroy(m);
+	}
+
 	m = open_hf("data/hf/gpt2", NULL);
 	assert_int_equal(colloc_model_infer(m, &d, &diag), COLLOC_EUSAGE);
 	assert_non_null(strstr(diag.msg, "position limit of 1024"));
@@ -923,6 +1154,8 @@ int main(void)
 		cmocka_unit_test(parallel_shards),
 		cmocka_unit_test(max_seq),
 		cmocka_unit_test(speed_70b),
+		cmocka_unit_test(optimizer_states),
+		cmocka_unit_test(optimizer_step_temporaries),
 		cmocka_unit_test(errors),
 	};
 
