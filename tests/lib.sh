@@ -114,7 +114,8 @@ lib_cleanup() {
 # daemon_start NAME ARGS...: run "$collocd" ARGS... in the background on
 # socket $T/NAME.sock, database $T/NAME.db and state directory $T/NAME,
 # sampling every 200 ms, its output appended to $T/NAME.log and its pid in
-# $dpid and $T/NAME.pid; then wait (at most 10 s) until its API answers.
+# $dpid and $T/NAME.pid; then wait (at most 30 s: ASan on a loaded 2-core
+# machine, recovering a killed daemon's jobs) until its API answers.
 # Returns 1 after a FAIL with the log's tail when it does not answer.
 daemon_start() {
 	lib_dname=$1
@@ -131,8 +132,14 @@ daemon_start() {
 	lib_i=0
 	until "$colloc" --socket "$T/$lib_dname.sock" queue >/dev/null 2>&1; do
 		lib_i=$((lib_i + 1))
-		if [ "$lib_i" -gt 100 ] || ! kill -0 "$dpid" 2>/dev/null; then
-			bad "start-$lib_dname: collocd did not answer within 10 s"
+		if ! kill -0 "$dpid" 2>/dev/null; then
+			wait "$dpid"
+			bad "start-$lib_dname: collocd exited ($?) before it answered"
+			sed 's/^/  | /' "$T/$lib_dname.log" | tail -10
+			return 1
+		fi
+		if [ "$lib_i" -gt 300 ]; then
+			bad "start-$lib_dname: collocd did not answer within 30 s"
 			sed 's/^/  | /' "$T/$lib_dname.log" | tail -10
 			return 1
 		fi
