@@ -40,6 +40,7 @@
 #include "colloc/sched.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,11 @@ struct summ {
 	 * the (k+1)-th smallest key of every node below, so the totals of
 	 * a multi-GPU job on any node below are bounded by these. */
 	double kmin[COLLOC_SCHED_MAX_GPUS];
+	/* Of the open busy GPUs below: the earliest expected end (avail) and
+	 * the fewest jobs, so that estimate-aware's soft bound on any of them
+	 * is at most that of a GPU with both (sub_bound()). */
+	int64_t busy_avail_min;
+	int busy_jobs_min;
 	/* fgd, where its bounds hold (fgd_bounded()): the largest expected
 	 * fragmentation of a node below, and whether every node below is
 	 * empty and of BUCKET GPUs. */
@@ -409,11 +415,11 @@ static bool sat_fits(uint64_t need, uint64_t headroom, uint64_t free_bytes)
 	return need <= free_bytes && headroom <= free_bytes - need;
 }
 
-/* The current job's activity bound on GPU g (struct jbound). */
-static double gpu_bound(const struct pass *p, int g)
+/* The current job's activity bound on a GPU whose jobs are expected to end
+ * at avail, n_jobs of them (struct jbound); it only falls as either grows. */
+static double soft_bound(const struct pass *p, int64_t avail, int n_jobs)
 {
 	const struct jbound *b = &p->cur;
-	int64_t avail = p->w[g].avail;
 	double r, d, v;
 
 	if (!b->soft)
@@ -422,10 +428,27 @@ static double gpu_bound(const struct pass *p, int g)
 	d = r > b->w ? r : b->w;
 	d = d < b->t ? d : b->t;
 	/* j and each of g's jobs lose (A - 1) x d */
-	v = 1.0 + b->w / (d * (1.0 + (double)p->w[g].jobs));
+	v = 1.0 + b->w / (d * (1.0 + (double)n_jobs));
 	if (v < b->lo)
 		v = b->lo; /* rounding: never below the least */
 	return v > b->hi ? b->hi : v;
+}
+
+/* The current job's activity bound on GPU g. */
+static double gpu_bound(const struct pass *p, int g)
+{
+	return soft_bound(p, p->w[g].avail, p->w[g].jobs);
+}
+
+/* At least the current job's bound on every busy GPU of summary s: where
+ * the soft bound is exact on each GPU, the searches prune with this rather
+ * than with cur.hi (which holds for a GPU whose jobs end now), so that a
+ * set of GPUs whose jobs all end long after the wait is skipped whole. */
+static double sub_bound(const struct pass *p, const struct summ *s)
+{
+	if (!p->cur.soft || s->busy_jobs_min == INT_MAX)
+		return p->cur_bound;
+	return soft_bound(p, s->busy_avail_min, s->busy_jobs_min);
 }
 
 /* Can job j use GPU g at all? */
@@ -474,7 +497,8 @@ static double gate_key(const struct pass *p, int g)
 }
 
 /* Whether a GPU with gate key v (or any with a key >= v) refuses j. */
-static bool gate_shut(const struct pass *p, const struct colloc_sched_job *j, double v)
+static bool gate_shut(const struct pass *p, const struct colloc_sched_job *j, double v,
+		      double bound)
 {
 	if (v == HUGE_VAL)
 		return true;
@@ -483,7 +507,7 @@ static bool gate_shut(const struct pass *p, const struct colloc_sched_job *j, do
 	if (j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE)
 		return true; /* busy */
 	if (ea_gated(p->cfg))
-		return v + j->util_pred > p->cur_bound + 1e-9;
+		return v + j->util_pred > bound + 1e-9;
 	if (by_request(p->cfg))
 		return v + share_of(j->gpu_milli) > 1000;
 	return false;
@@ -670,6 +694,8 @@ static void summ_clear(const struct pass *p, struct summ *s)
 		s->lv[l].node_max0 = s->lv[l].node_max01 = 0;
 	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
 		s->gate[k] = s->kmin[k] = HUGE_VAL;
+	s->busy_avail_min = INT64_MAX;
+	s->busy_jobs_min = INT_MAX;
 	s->max_frag = -HUGE_VAL;
 	s->all_empty = true;
 }
@@ -684,6 +710,10 @@ static void summ_add_gpu(const struct pass *p, struct summ *s, int g)
 	if (w->closed)
 		return;
 	s->has[c] = true;
+	if (c == 1 && w->avail < s->busy_avail_min)
+		s->busy_avail_min = w->avail;
+	if (c == 1 && w->jobs < s->busy_jobs_min)
+		s->busy_jobs_min = w->jobs;
 	if (f > s->max_free[c])
 		s->max_free[c] = f;
 	if (1000 - w->milli > s->max_share[c])
@@ -728,6 +758,10 @@ static void summ_merge(const struct pass *p, struct summ *s, const struct summ *
 		s->gate[k] = a->gate[k] < b->gate[k] ? a->gate[k] : b->gate[k];
 		s->kmin[k] = a->kmin[k] < b->kmin[k] ? a->kmin[k] : b->kmin[k];
 	}
+	s->busy_avail_min = a->busy_avail_min < b->busy_avail_min ? a->busy_avail_min
+								  : b->busy_avail_min;
+	s->busy_jobs_min =
+		a->busy_jobs_min < b->busy_jobs_min ? a->busy_jobs_min : b->busy_jobs_min;
 	s->max_frag = a->max_frag > b->max_frag ? a->max_frag : b->max_frag;
 	s->all_empty = a->all_empty && b->all_empty;
 }
@@ -833,7 +867,7 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 		return false;
 	if (by_request(cfg) && s->max_share[c] < share_of(q->j->gpu_milli))
 		return false;
-	if (c == 1 && ea_gated(cfg) && min_key + q->j->util_pred > p->cur_bound + 1e-9)
+	if (c == 1 && ea_gated(cfg) && min_key + q->j->util_pred > sub_bound(p, s) + 1e-9)
 		return false;
 	switch (cfg->policy) {
 	case COLLOC_POLICY_ROUND_ROBIN: {
@@ -1103,7 +1137,8 @@ static void search_nodes(const struct pass *p, const struct want *q, size_t k, i
 	double lb = 0, bc[2] = {0, 0}, m;
 	bool ok0, ok1;
 
-	if (lo >= p->n_nodes || have < n || gate_shut(p, q->j, s->gate[n - 1]))
+	if (lo >= p->n_nodes || have < n ||
+	    gate_shut(p, q->j, s->gate[n - 1], sub_bound(p, s)))
 		return;
 	ok0 = class_bound(p, q, s, 0, lo * BUCKET, (lo + width) * BUCKET - 1, &bc[0]);
 	ok1 = class_bound(p, q, s, 1, lo * BUCKET, (lo + width) * BUCKET - 1, &bc[1]);
