@@ -261,6 +261,15 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	struct jbound cur;
 	double cur_bound;
 	int n_fails;
+	/* job_bound()'s earliest time that GPUs run nothing, by the shape
+	 * that decides it; valid until the next commit (which only moves
+	 * GPUs' ends later), so that queued jobs of one shape find it once. */
+	struct wmemo {
+		uint64_t need, types;
+		int n_gpus;
+		int64_t best;
+	} wm[8];
+	int n_wm;
 	int resv_n; /* reserved GPUs, at resv_g[] */
 	/* EASY backfill: the queue head's reservation, once it failed. A job
 	 * that does not end by the shadow time may not use a reserved GPU. */
@@ -1205,6 +1214,30 @@ static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
 static int node_earliest(const struct pass *p, const struct colloc_sched_job *j, int nk,
 			 uint64_t min_free, int want, int64_t *t, int *g_of);
 
+/* The memo of earliest empty times (struct wmemo): whether it holds j's. */
+static bool earliest_memo(const struct pass *p, const struct colloc_sched_job *j,
+			  uint64_t min_free, int64_t *best)
+{
+	for (int k = 0; k < p->n_wm; k++)
+		if (p->wm[k].need == min_free && p->wm[k].types == j->type_mask &&
+		    p->wm[k].n_gpus == j->n_gpus) {
+			*best = p->wm[k].best;
+			return true;
+		}
+	return false;
+}
+
+static void earliest_note(struct pass *p, const struct colloc_sched_job *j,
+			  uint64_t min_free, int64_t best)
+{
+	struct wmemo *m = &p->wm[p->n_wm < 8 ? p->n_wm++ : (int)(min_free % 8)];
+
+	m->need = min_free;
+	m->types = j->type_mask;
+	m->n_gpus = j->n_gpus;
+	m->best = best;
+}
+
 static struct jbound job_bound(struct pass *p, const struct colloc_sched_job *j)
 {
 	const struct colloc_sched_config *cfg = p->cfg;
@@ -1223,15 +1256,18 @@ static struct jbound job_bound(struct pass *p, const struct colloc_sched_job *j)
 		return r;
 	}
 	min_free = j->mem_need_bytes + cfg->headroom_bytes;
-	if (aidx_query(p, j, min_free, &nk)) {
-		if (nk >= 0 && node_earliest(p, j, nk, min_free, n, t, g_of) == n)
-			best = t[n - 1];
-	} else {
-		for (nk = 0; nk < p->n_nodes; nk++)
-			if (p->node_start[nk + 1] - p->node_start[nk] >= n &&
-			    node_earliest(p, j, nk, min_free, n, t, g_of) == n &&
-			    t[n - 1] < best)
+	if (!earliest_memo(p, j, min_free, &best)) {
+		if (aidx_query(p, j, min_free, &nk)) {
+			if (nk >= 0 && node_earliest(p, j, nk, min_free, n, t, g_of) == n)
 				best = t[n - 1];
+		} else {
+			for (nk = 0; nk < p->n_nodes; nk++)
+				if (p->node_start[nk + 1] - p->node_start[nk] >= n &&
+				    node_earliest(p, j, nk, min_free, n, t, g_of) == n &&
+				    t[n - 1] < best)
+					best = t[n - 1];
+		}
+		earliest_note(p, j, min_free, best);
 	}
 	if (best == INT64_MAX) {
 		r.lo = r.hi = HUGE_VAL;
@@ -1442,6 +1478,7 @@ static void commit(struct pass *p, const struct colloc_sched_job *j, const int *
 		node_refresh(p, p->node_of[gpus[0]]);
 	if (p->plain || !(j->util_pred >= 0))
 		p->n_fails = 0;
+	p->n_wm = 0; /* ends moved */
 }
 
 /* Whether x is a number the bounds can work with: finite, and small enough
@@ -2362,6 +2399,7 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 		}
 	p->plain = plain;
 	p->n_fails = 0;
+	p->n_wm = 0;
 	p->scans = 0;
 	p->cursor = rr_cursor < 0 ? 0 : rr_cursor % p->n;
 	p->now = now_ms;
