@@ -156,6 +156,9 @@ _Static_assert(MAX_LEVELS >= 3, "levels: 0, the least need, the largest");
  * free, and a job that needs T bytes reads the highest level <= T. The
  * counts bound a multi-GPU job's total score per node.
  */
+/* Classes of busy GPUs by their number of jobs (struct summ's gc_key). */
+#define GATE_CLASSES 3
+
 struct summ {
 	uint64_t max_free[2];
 	int max_share[2]; /* the most declared share free (request, fgd) */
@@ -183,6 +186,14 @@ struct summ {
 	 * is at most that of a GPU with both (sub_bound()). */
 	int64_t busy_avail_min;
 	int busy_jobs_min;
+	/* Where every node is a bucket, for estimate-aware's soft bound
+	 * (gate_count()): the most empty open GPUs of a node below, and per
+	 * class of busy GPUs (1, 2, 3 or more jobs) the least over the nodes
+	 * below of a node's (k+1)-th smallest predicted activity, with the
+	 * class's earliest expected end. */
+	int gc_empty;
+	double gc_key[GATE_CLASSES][COLLOC_SCHED_MAX_GPUS];
+	int64_t gc_avail[GATE_CLASSES];
 	/* fgd, where its bounds hold (fgd_bounded()): the largest expected
 	 * fragmentation of a node below, and whether every node below is
 	 * empty and of BUCKET GPUs. */
@@ -705,6 +716,12 @@ static void summ_clear(const struct pass *p, struct summ *s)
 		s->gate[k] = s->kmin[k] = HUGE_VAL;
 	s->busy_avail_min = INT64_MAX;
 	s->busy_jobs_min = INT_MAX;
+	s->gc_empty = 0;
+	for (int c = 0; c < GATE_CLASSES; c++) {
+		s->gc_avail[c] = INT64_MAX;
+		for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
+			s->gc_key[c][k] = HUGE_VAL;
+	}
 	s->max_frag = -HUGE_VAL;
 	s->all_empty = true;
 }
@@ -771,6 +788,15 @@ static void summ_merge(const struct pass *p, struct summ *s, const struct summ *
 								  : b->busy_avail_min;
 	s->busy_jobs_min =
 		a->busy_jobs_min < b->busy_jobs_min ? a->busy_jobs_min : b->busy_jobs_min;
+	s->gc_empty = a->gc_empty > b->gc_empty ? a->gc_empty : b->gc_empty;
+	for (int c = 0; c < GATE_CLASSES; c++) {
+		s->gc_avail[c] =
+			a->gc_avail[c] < b->gc_avail[c] ? a->gc_avail[c] : b->gc_avail[c];
+		for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
+			s->gc_key[c][k] = a->gc_key[c][k] < b->gc_key[c][k]
+						  ? a->gc_key[c][k]
+						  : b->gc_key[c][k];
+	}
 	s->max_frag = a->max_frag > b->max_frag ? a->max_frag : b->max_frag;
 	s->all_empty = a->all_empty && b->all_empty;
 }
@@ -841,6 +867,58 @@ static void tree_leaf(struct pass *p, int b)
 		}
 		s->gate[k] = v;
 	}
+	/* the bucket's keys by class (gate_count()) */
+	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->n && ea_gated(p->cfg);
+	     g++) {
+		const struct wgpu *w = &p->w[g];
+		double v = gate_key(p, g);
+		int c, k;
+
+		if (v == HUGE_VAL)
+			continue;
+		if (v < 0) {
+			s->gc_empty++;
+			continue;
+		}
+		c = (w->jobs < GATE_CLASSES ? w->jobs : GATE_CLASSES) - 1;
+		if (w->avail < s->gc_avail[c])
+			s->gc_avail[c] = w->avail;
+		for (k = 0; k < COLLOC_SCHED_MAX_GPUS && s->gc_key[c][k] <= v; k++)
+			;
+		if (k == COLLOC_SCHED_MAX_GPUS)
+			continue;
+		memmove(&s->gc_key[c][k + 1], &s->gc_key[c][k],
+			sizeof(double) * (size_t)(COLLOC_SCHED_MAX_GPUS - 1 - k));
+		s->gc_key[c][k] = v;
+	}
+}
+
+/*
+ * Under estimate-aware's soft bound, whether the nodes below summary s
+ * may hold n GPUs that let the current job in: at most gc_empty empty
+ * ones, and of the busy GPUs of class c (c + 1 jobs, or more for the last)
+ * those whose activity plus the job's is within the bound of a GPU of that
+ * class ending at gc_avail[c] (the bound falls as the end and the jobs
+ * grow). Tighter than the gate alone, which holds every busy GPU to the
+ * bound of the most permissive one.
+ */
+static bool gate_count(const struct pass *p, const struct summ *s,
+		       const struct colloc_sched_job *j, int n)
+{
+	int have = s->gc_empty;
+
+	for (int c = 0; c < GATE_CLASSES && have < n; c++) {
+		double lim;
+
+		if (s->gc_key[c][0] == HUGE_VAL)
+			continue;
+		lim = soft_bound(p, s->gc_avail[c], c + 1) + 1e-9;
+		for (int k = 0;
+		     k < COLLOC_SCHED_MAX_GPUS && s->gc_key[c][k] + j->util_pred <= lim;
+		     k++)
+			have++;
+	}
+	return have >= n;
 }
 
 /* Bucket b changed: its leaf, its ancestors. */
@@ -1147,7 +1225,8 @@ static void search_nodes(const struct pass *p, const struct want *q, size_t k, i
 	bool ok0, ok1;
 
 	if (lo >= p->n_nodes || have < n ||
-	    gate_shut(p, q->j, s->gate[n - 1], sub_bound(p, s)))
+	    gate_shut(p, q->j, s->gate[n - 1], sub_bound(p, s)) ||
+	    (p->cur.soft && ea_gated(p->cfg) && !gate_count(p, s, q->j, n)))
 		return;
 	ok0 = class_bound(p, q, s, 0, lo * BUCKET, (lo + width) * BUCKET - 1, &bc[0]);
 	ok1 = class_bound(p, q, s, 1, lo * BUCKET, (lo + width) * BUCKET - 1, &bc[1]);

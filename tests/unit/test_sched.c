@@ -1044,6 +1044,81 @@ static void test_easy_index_is_scan(void **state)
 	}
 }
 
+/* estimate-aware's soft bound where every node is one bucket of eight GPUs
+ * (the layout whose multi-GPU search prunes by the gate keys of each class
+ * of busy GPUs): the context's tree finds what the scan finds, on the large
+ * random cases with walltimes, ends and two to four jobs on some GPUs. */
+static void test_soft_nodes_are_scan(void **state)
+{
+	static const int job_gpus[] = {1, 2, 2, 4, 4, 8};
+
+	(void)state;
+	for (int k = 0; k < GOLDEN_ALL; k++) {
+		struct rcase c;
+		struct colloc_sched_ctx *ctx = NULL;
+		struct colloc_diag diag = {{0}};
+		uint64_t x = 0x50f7ull + (uint64_t)k;
+
+		rcase_make(&c, k);
+		if (c.st.n_gpus < 64) {
+			rcase_free(&c);
+			continue;
+		}
+		c.cfg.policy = COLLOC_POLICY_ESTIMATE_AWARE;
+		c.cfg.util_soft = true;
+		c.cfg.util_bound = 0.8 + 0.1 * rng_below(&x, 3);
+		c.cfg.backfill = true;
+		c.cfg.backfill_rule = COLLOC_BACKFILL_EASY;
+		for (int g = 0; g < c.st.n_gpus; g++) {
+			c.gpus[g].node = g / 8;
+			c.gpus[g].isolated = false;
+			c.gpus[g].type = 0;
+			c.gpus[g].usable = true;
+			c.gpus[g].mem_total_bytes = 80ull << 30;
+			c.gpus[g].mem_used_bytes = 0;
+			c.gpus[g].busy_until_ms =
+				c.st.now_ms + 1000 * (int64_t)rng_below(&x, 50);
+		}
+		/* running jobs on one GPU each, so that GPUs carry 1..4 */
+		for (size_t r = 0; r < c.st.n_running; r++) {
+			c.run[r].n_gpus = 1;
+			c.run[r].gpus[0] = rng_below(&x, c.st.n_gpus / 4 + 1);
+			c.run[r].exclusive = false;
+			c.run[r].util_pred = 0.05 * rng_below(&x, 13);
+		}
+		for (size_t j = 0; j < c.n_jobs; j++) {
+			c.jobs[j].n_gpus = job_gpus[rng_below(&x, 6)];
+			c.jobs[j].walltime_ms = 1000 * (int64_t)rng_below(&x, 60);
+			c.jobs[j].type_mask = 0;
+			c.jobs[j].exclusive = false;
+		}
+		/* no GPU empty now, or the wait for empty GPUs is nil and the
+		 * bound hard: a GPU without jobs is out of service */
+		for (int g = 0; g < c.st.n_gpus; g++) {
+			struct colloc_sched_load l;
+
+			load_of(c.run, c.st.n_running, g, &l);
+			c.gpus[g].usable = l.n_jobs > 0;
+		}
+		assert_int_equal(
+			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
+			0);
+		for (int g = 0; g < c.st.n_gpus; g++) {
+			struct colloc_sched_load l;
+
+			load_of(c.run, c.st.n_running, g, &l);
+			assert_int_equal(
+				colloc_sched_ctx_set_gpu(ctx, g, &c.gpus[g], &l, &diag),
+				0);
+		}
+		ctx_vs_decide(ctx, &c, k, "soft bound, nodes of 8");
+		c.st.now_ms += 1000 * (int64_t)rng_below(&x, 20);
+		ctx_vs_decide(ctx, &c, k, "soft bound, later");
+		colloc_sched_ctx_destroy(ctx);
+		rcase_free(&c);
+	}
+}
+
 /* GPU types on a random case, from a generator of its own: each node's
  * GPUs are of one of four types (now and then a GPU of a type outside
  * 0..63, which only unconstrained jobs may use), and about a third of the
@@ -1296,6 +1371,7 @@ int main(int argc, char **argv)
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_ctx_errors);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_share_tree_is_scan);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_easy_index_is_scan);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_soft_nodes_are_scan);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_types);
 	failed = _cmocka_run_group_tests("sched", tests, t, NULL, NULL);
 	for (size_t k = 0; k < n; k++)
