@@ -376,7 +376,7 @@ static bool bound_covers(const struct jbound *a, const struct jbound *b)
 	       (a->soft && b->soft && b->w <= a->w && b->t >= a->t && b->hi <= a->hi);
 }
 
-static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
+static bool dominated(struct pass *p, const struct colloc_sched_job *j)
 {
 	bool lj = late(p, j);
 
@@ -386,8 +386,17 @@ static bool dominated(const struct pass *p, const struct colloc_sched_job *j)
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
 		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
 		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli) &&
-		    bound_covers(&f->b, &p->cur) && types_within(j->type_mask, f->types))
+		    bound_covers(&f->b, &p->cur) && types_within(j->type_mask, f->types)) {
+			/* to the front: a queue's failures repeat (the set
+			 * and so the decisions stay as they are) */
+			if (k > 0) {
+				struct failpt t = p->fails[0];
+
+				p->fails[0] = *f;
+				p->fails[k] = t;
+			}
 			return true;
+		}
 	}
 	return false;
 }
@@ -413,8 +422,11 @@ static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 		if (!(nf.need <= f->need && nf.util <= f->util &&
 		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
 		      (!nf.late || f->late) && nf.milli <= f->milli &&
-		      bound_covers(&nf.b, &f->b) && types_within(f->types, nf.types)))
-			p->fails[w++] = *f;
+		      bound_covers(&nf.b, &f->b) && types_within(f->types, nf.types))) {
+			if (w != k)
+				p->fails[w] = *f;
+			w++;
+		}
 	}
 	p->n_fails = w;
 	if (p->n_fails < (int)(sizeof(p->fails) / sizeof(p->fails[0])))
