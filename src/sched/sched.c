@@ -386,7 +386,8 @@ static bool dominated(struct pass *p, const struct colloc_sched_job *j)
 		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
 		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
 		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli) &&
-		    bound_covers(&f->b, &p->cur) && types_within(j->type_mask, f->types)) {
+		    bound_covers(&f->b, &p->cur) &&
+		    types_within(j->type_mask, f->types)) {
 			/* to the front: a queue's failures repeat (the set
 			 * and so the decisions stay as they are) */
 			if (k > 0) {
