@@ -707,6 +707,24 @@ static void load_of(const struct colloc_sched_running *run, size_t n_run, int g,
 				colloc_sched_load_add(l, &run[r]);
 }
 
+/* A context over case c's GPUs, each set with the load of its running jobs. */
+static struct colloc_sched_ctx *ctx_of_case(const struct rcase *c)
+{
+	struct colloc_sched_ctx *ctx = NULL;
+	struct colloc_diag diag = {{0}};
+
+	assert_int_equal(
+		colloc_sched_ctx_create(&c->cfg, c->gpus, c->st.n_gpus, &ctx, &diag), 0);
+	for (int g = 0; g < c->st.n_gpus; g++) {
+		struct colloc_sched_load l;
+
+		load_of(c->run, c->st.n_running, g, &l);
+		assert_int_equal(colloc_sched_ctx_set_gpu(ctx, g, &c->gpus[g], &l, &diag),
+				 0);
+	}
+	return ctx;
+}
+
 static void ctx_mark(bool *dirty, const struct colloc_sched_running *r)
 {
 	for (int i = 0; i < r->n_gpus; i++)
@@ -1012,17 +1030,7 @@ static void test_easy_index_is_scan(void **state)
 				c.st.now_ms + 1000 * (int64_t)rng_below(&x, 50);
 		for (size_t j = 0; j < c.n_jobs; j++)
 			c.jobs[j].walltime_ms = 1000 * (int64_t)rng_below(&x, 60);
-		assert_int_equal(
-			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
-			0);
-		for (int g = 0; g < c.st.n_gpus; g++) {
-			struct colloc_sched_load l;
-
-			load_of(c.run, c.st.n_running, g, &l);
-			assert_int_equal(
-				colloc_sched_ctx_set_gpu(ctx, g, &c.gpus[g], &l, &diag),
-				0);
-		}
+		ctx = ctx_of_case(&c);
 		ctx_vs_decide(ctx, &c, k, "first pass");
 		for (int round = 0; round < 3; round++) {
 			for (int m = 0; m < 12; m++) {
@@ -1056,7 +1064,6 @@ static void test_soft_nodes_are_scan(void **state)
 	for (int k = 0; k < GOLDEN_ALL; k++) {
 		struct rcase c;
 		struct colloc_sched_ctx *ctx = NULL;
-		struct colloc_diag diag = {{0}};
 		uint64_t x = 0x50f7ull + (uint64_t)k;
 
 		rcase_make(&c, k);
@@ -1100,17 +1107,7 @@ static void test_soft_nodes_are_scan(void **state)
 			load_of(c.run, c.st.n_running, g, &l);
 			c.gpus[g].usable = l.n_jobs > 0;
 		}
-		assert_int_equal(
-			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
-			0);
-		for (int g = 0; g < c.st.n_gpus; g++) {
-			struct colloc_sched_load l;
-
-			load_of(c.run, c.st.n_running, g, &l);
-			assert_int_equal(
-				colloc_sched_ctx_set_gpu(ctx, g, &c.gpus[g], &l, &diag),
-				0);
-		}
+		ctx = ctx_of_case(&c);
 		ctx_vs_decide(ctx, &c, k, "soft bound, nodes of 8");
 		c.st.now_ms += 1000 * (int64_t)rng_below(&x, 20);
 		ctx_vs_decide(ctx, &c, k, "soft bound, later");
@@ -1227,17 +1224,7 @@ static void test_types(void **state)
 		d2 = calloc(c.n_jobs + 1, sizeof(*d2));
 		run = calloc(c.st.n_running + c.n_jobs + 1, sizeof(*run));
 		assert_true(d1 && d2 && run);
-		assert_int_equal(
-			colloc_sched_ctx_create(&c.cfg, c.gpus, c.st.n_gpus, &ctx, &diag),
-			0);
-		for (int g = 0; g < c.st.n_gpus; g++) {
-			struct colloc_sched_load l;
-
-			load_of(c.run, c.st.n_running, g, &l);
-			assert_int_equal(
-				colloc_sched_ctx_set_gpu(ctx, g, &c.gpus[g], &l, &diag),
-				0);
-		}
+		ctx = ctx_of_case(&c);
 		assert_int_equal(colloc_sched_decide(&c.cfg, &c.st, c.jobs, c.n_jobs, d1,
 						     c.n_jobs, &n1, &rr1, &diag),
 				 0);
