@@ -40,7 +40,6 @@
 #include "colloc/sched.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,19 +180,16 @@ struct summ {
 	 * the (k+1)-th smallest key of every node below, so the totals of
 	 * a multi-GPU job on any node below are bounded by these. */
 	double kmin[COLLOC_SCHED_MAX_GPUS];
-	/* Of the open busy GPUs below: the earliest expected end (avail) and
-	 * the fewest jobs, so that estimate-aware's soft bound on any of them
-	 * is at most that of a GPU with both (sub_bound()). */
-	int64_t busy_avail_min;
-	int busy_jobs_min;
-	/* Where every node is a bucket, for estimate-aware's soft bound
-	 * (gate_count()): the most empty open GPUs of a node below, and per
-	 * class of busy GPUs (1, 2, 3 or more jobs) the least over the nodes
-	 * below of a node's (k+1)-th smallest predicted activity, with the
-	 * class's earliest expected end. */
+	/* For estimate-aware's soft bound, per class of open busy GPUs below
+	 * (1, 2, 3 or more jobs): the earliest expected end, so that the bound
+	 * on any of them is at most that of a GPU of the class ending then
+	 * (sub_bound(), gate_count()). Where every node is a bucket, also the
+	 * most empty open GPUs of a node below and per class the least over
+	 * the nodes below of a node's (k+1)-th smallest predicted activity. */
+	bool gc_has[GATE_CLASSES];
+	int64_t gc_avail[GATE_CLASSES];
 	int gc_empty;
 	double gc_key[GATE_CLASSES][COLLOC_SCHED_MAX_GPUS];
-	int64_t gc_avail[GATE_CLASSES];
 	/* fgd, where its bounds hold (fgd_bounded()): the largest expected
 	 * fragmentation of a node below, and whether every node below is
 	 * empty and of BUCKET GPUs. */
@@ -279,7 +275,7 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 		uint64_t need, types;
 		int n_gpus;
 		int64_t best;
-	} wm[8];
+	} wm[8]; /* when full, later shapes go unmemoized */
 	int n_wm;
 	int resv_n; /* reserved GPUs, at resv_g[] */
 	/* EASY backfill: the queue head's reservation, once it failed. A job
@@ -342,6 +338,13 @@ static bool by_request(const struct colloc_sched_config *cfg)
 static bool ea_gated(const struct colloc_sched_config *cfg)
 {
 	return cfg->policy == COLLOC_POLICY_ESTIMATE_AWARE;
+}
+
+/* Whether the summaries keep what the soft bound reads (struct summ's
+ * gc_*): only estimate-aware with util_soft pays for them. */
+static bool soft_kept(const struct pass *p)
+{
+	return p->cfg->util_soft && ea_gated(p->cfg);
 }
 
 /* Whether job j may run on a GPU of type t (sched.h, GPU types). */
@@ -479,9 +482,17 @@ static double gpu_bound(const struct pass *p, int g)
  * set of GPUs whose jobs all end long after the wait is skipped whole. */
 static double sub_bound(const struct pass *p, const struct summ *s)
 {
-	if (!p->cur.soft || s->busy_jobs_min == INT_MAX)
+	double v = -HUGE_VAL;
+
+	if (!p->cur.soft)
 		return p->cur_bound;
-	return soft_bound(p, s->busy_avail_min, s->busy_jobs_min);
+	for (int c = 0; c < GATE_CLASSES; c++)
+		if (s->gc_has[c]) {
+			double b = soft_bound(p, s->gc_avail[c], c + 1);
+
+			v = b > v ? b : v;
+		}
+	return v == -HUGE_VAL ? p->cur_bound : v;
 }
 
 /* Can job j use GPU g at all? */
@@ -727,10 +738,9 @@ static void summ_clear(const struct pass *p, struct summ *s)
 		s->lv[l].node_max0 = s->lv[l].node_max01 = 0;
 	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
 		s->gate[k] = s->kmin[k] = HUGE_VAL;
-	s->busy_avail_min = INT64_MAX;
-	s->busy_jobs_min = INT_MAX;
-	s->gc_empty = 0;
-	for (int c = 0; c < GATE_CLASSES; c++) {
+	for (int c = 0; c < GATE_CLASSES && soft_kept(p); c++) {
+		s->gc_empty = 0;
+		s->gc_has[c] = false;
 		s->gc_avail[c] = INT64_MAX;
 		for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
 			s->gc_key[c][k] = HUGE_VAL;
@@ -749,10 +759,13 @@ static void summ_add_gpu(const struct pass *p, struct summ *s, int g)
 	if (w->closed)
 		return;
 	s->has[c] = true;
-	if (c == 1 && w->avail < s->busy_avail_min)
-		s->busy_avail_min = w->avail;
-	if (c == 1 && w->jobs < s->busy_jobs_min)
-		s->busy_jobs_min = w->jobs;
+	if (c == 1 && soft_kept(p)) {
+		int k = (w->jobs < GATE_CLASSES ? w->jobs : GATE_CLASSES) - 1;
+
+		s->gc_has[k] = true;
+		if (w->avail < s->gc_avail[k])
+			s->gc_avail[k] = w->avail;
+	}
 	if (f > s->max_free[c])
 		s->max_free[c] = f;
 	if (1000 - w->milli > s->max_share[c])
@@ -797,12 +810,9 @@ static void summ_merge(const struct pass *p, struct summ *s, const struct summ *
 		s->gate[k] = a->gate[k] < b->gate[k] ? a->gate[k] : b->gate[k];
 		s->kmin[k] = a->kmin[k] < b->kmin[k] ? a->kmin[k] : b->kmin[k];
 	}
-	s->busy_avail_min = a->busy_avail_min < b->busy_avail_min ? a->busy_avail_min
-								  : b->busy_avail_min;
-	s->busy_jobs_min =
-		a->busy_jobs_min < b->busy_jobs_min ? a->busy_jobs_min : b->busy_jobs_min;
-	s->gc_empty = a->gc_empty > b->gc_empty ? a->gc_empty : b->gc_empty;
-	for (int c = 0; c < GATE_CLASSES; c++) {
+	for (int c = 0; c < GATE_CLASSES && soft_kept(p); c++) {
+		s->gc_empty = a->gc_empty > b->gc_empty ? a->gc_empty : b->gc_empty;
+		s->gc_has[c] = a->gc_has[c] || b->gc_has[c];
 		s->gc_avail[c] =
 			a->gc_avail[c] < b->gc_avail[c] ? a->gc_avail[c] : b->gc_avail[c];
 		for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
@@ -881,8 +891,7 @@ static void tree_leaf(struct pass *p, int b)
 		s->gate[k] = v;
 	}
 	/* the bucket's keys by class (gate_count()) */
-	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->n && ea_gated(p->cfg);
-	     g++) {
+	for (int g = b * BUCKET; g < (b + 1) * BUCKET && g < p->n && soft_kept(p); g++) {
 		const struct wgpu *w = &p->w[g];
 		double v = gate_key(p, g);
 		int c, k;
@@ -894,8 +903,6 @@ static void tree_leaf(struct pass *p, int b)
 			continue;
 		}
 		c = (w->jobs < GATE_CLASSES ? w->jobs : GATE_CLASSES) - 1;
-		if (w->avail < s->gc_avail[c])
-			s->gc_avail[c] = w->avail;
 		for (k = 0; k < COLLOC_SCHED_MAX_GPUS && s->gc_key[c][k] <= v; k++)
 			;
 		if (k == COLLOC_SCHED_MAX_GPUS)
@@ -1322,8 +1329,11 @@ static bool earliest_memo(const struct pass *p, const struct colloc_sched_job *j
 static void earliest_note(struct pass *p, const struct colloc_sched_job *j,
 			  uint64_t min_free, int64_t best)
 {
-	struct wmemo *m = &p->wm[p->n_wm < 8 ? p->n_wm++ : (int)(min_free % 8)];
+	struct wmemo *m;
 
+	if (p->n_wm == (int)(sizeof(p->wm) / sizeof(p->wm[0])))
+		return;
+	m = &p->wm[p->n_wm++];
 	m->need = min_free;
 	m->types = j->type_mask;
 	m->n_gpus = j->n_gpus;
