@@ -180,6 +180,11 @@ struct summ {
 	 * the (k+1)-th smallest key of every node below, so the totals of
 	 * a multi-GPU job on any node below are bounded by these. */
 	double kmin[COLLOC_SCHED_MAX_GPUS];
+	/* And kfree[k] is at least the (k+1)-th largest free memory of the
+	 * open GPUs of every node below that a multi-GPU job may use (not
+	 * isolated), so that a node search stops where no node has room for
+	 * the job on n GPUs, however many GPUs a level of memory counts. */
+	uint64_t kfree[COLLOC_SCHED_MAX_GPUS];
 	/* For estimate-aware's soft bound, per class of open busy GPUs below
 	 * (1, 2, 3 or more jobs): the earliest expected end, so that the bound
 	 * on any of them is at most that of a GPU of the class ending then
@@ -736,8 +741,10 @@ static void summ_clear(const struct pass *p, struct summ *s)
 	}
 	for (int l = 0; l < p->n_levels; l++)
 		s->lv[l].node_max0 = s->lv[l].node_max01 = 0;
-	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++)
+	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++) {
 		s->gate[k] = s->kmin[k] = HUGE_VAL;
+		s->kfree[k] = 0;
+	}
 	for (int c = 0; c < GATE_CLASSES && soft_kept(p); c++) {
 		s->gc_empty = 0;
 		s->gc_has[c] = false;
@@ -809,6 +816,7 @@ static void summ_merge(const struct pass *p, struct summ *s, const struct summ *
 	for (int k = 0; k < COLLOC_SCHED_MAX_GPUS; k++) {
 		s->gate[k] = a->gate[k] < b->gate[k] ? a->gate[k] : b->gate[k];
 		s->kmin[k] = a->kmin[k] < b->kmin[k] ? a->kmin[k] : b->kmin[k];
+		s->kfree[k] = a->kfree[k] > b->kfree[k] ? a->kfree[k] : b->kfree[k];
 	}
 	for (int c = 0; c < GATE_CLASSES && soft_kept(p); c++) {
 		s->gc_empty = a->gc_empty > b->gc_empty ? a->gc_empty : b->gc_empty;
@@ -876,6 +884,19 @@ static void tree_leaf(struct pass *p, int b)
 			k--;
 		}
 		s->kmin[k] = v;
+	}
+	/* the bucket's free memory, descending (summ_clear left 0) */
+	for (int g = b * BUCKET, n = 0; g < (b + 1) * BUCKET && g < p->n; g++) {
+		uint64_t f = p->w[g].closed || p->w[g].isolated ? 0 : free_of(p, g);
+		int k = n < COLLOC_SCHED_MAX_GPUS ? n++ : n - 1;
+
+		if (f <= s->kfree[k])
+			continue;
+		while (k > 0 && s->kfree[k - 1] < f) {
+			s->kfree[k] = s->kfree[k - 1];
+			k--;
+		}
+		s->kfree[k] = f;
 	}
 	/* the bucket's keys, ascending (summ_clear left HUGE_VAL) */
 	for (int g = b * BUCKET, n = 0; g < (b + 1) * BUCKET && g < p->n; g++) {
@@ -1244,7 +1265,7 @@ static void search_nodes(const struct pass *p, const struct want *q, size_t k, i
 	double lb = 0, bc[2] = {0, 0}, m;
 	bool ok0, ok1;
 
-	if (lo >= p->n_nodes || have < n ||
+	if (lo >= p->n_nodes || have < n || s->kfree[n - 1] < q->min_free ||
 	    gate_shut(p, q->j, s->gate[n - 1], sub_bound(p, s)) ||
 	    (p->cur.soft && ea_gated(p->cfg) && !gate_count(p, s, q->j, n)))
 		return;
