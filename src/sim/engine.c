@@ -6,7 +6,9 @@
  * simulated OOM can happen) and completions. Collocated jobs progress at a
  * rate below 1; whenever a GPU's set of jobs changes, the remaining work of
  * its jobs is brought up to date and their completion events are re-issued
- * (stale events are recognised by a version number). After every batch of
+ * (in place: a job has one completion event in the heap, at its hpos, so the
+ * heap holds at most one per running job and one ramp per start; an event
+ * left by a job that stopped is recognised by its version). After every batch of
  * events at one instant, one scheduling pass of the scheduler core runs --
  * unless its outcome is known: nothing has changed since a pass that started
  * nothing (see may_start in struct sim); it is counted all the same.
@@ -444,6 +446,9 @@ struct job {
 	 * none of the cluster's (it can never start). */
 	uint16_t spec;
 	unsigned version; /* of its completion event */
+	/* Where its completion event is in the heap, plus 1; 0: none (the
+	 * heap holds at most one event per job and start: far below 2^32). */
+	unsigned hpos;
 	unsigned char state, n_gpus;
 	bool exclusive, at_peak, shared, crashed;
 };
@@ -546,35 +551,6 @@ struct sim {
 	size_t oom, passes;
 };
 
-static int heap_push(struct sim *s, struct event e)
-{
-	size_t i;
-
-	if (s->n_heap == s->cap_heap) {
-		size_t cap = s->cap_heap ? s->cap_heap * 2 : 1024;
-		struct event *h = realloc(s->heap, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		s->heap = h;
-		s->cap_heap = cap;
-	}
-	i = s->n_heap++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		const struct event *pe = &s->heap[p];
-
-		if (pe->t < e.t ||
-		    (pe->t == e.t &&
-		     (pe->type < e.type || (pe->type == e.type && pe->job <= e.job))))
-			break;
-		s->heap[i] = *pe;
-		i = p;
-	}
-	s->heap[i] = e;
-	return 0;
-}
-
 static bool ev_less(const struct event *a, const struct event *b)
 {
 	if (a->t != b->t)
@@ -584,14 +560,34 @@ static bool ev_less(const struct event *a, const struct event *b)
 	return a->job < b->job;
 }
 
-static struct event heap_pop(struct sim *s)
+/* Event e into heap slot i (a completion event's job learns where). */
+static void heap_put(struct sim *s, size_t i, struct event e)
 {
-	struct event top = s->heap[0], last = s->heap[--s->n_heap];
-	size_t i = 0;
+	s->heap[i] = e;
+	if (e.type == 1)
+		s->jobs[e.job].hpos = (unsigned)(i + 1);
+}
 
+/* Event e into the hole at slot i, moving up past later parents. */
+static void sift_up(struct sim *s, size_t i, struct event e)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!ev_less(&e, &s->heap[p]))
+			break;
+		heap_put(s, i, s->heap[p]);
+		i = p;
+	}
+	heap_put(s, i, e);
+}
+
+/* Event e into the hole at slot i, moving down past earlier children. */
+static void sift_down(struct sim *s, size_t i, struct event e)
+{
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
-		const struct event *best = &last;
+		const struct event *best = &e;
 
 		if (l < s->n_heap && ev_less(&s->heap[l], best))
 			m = l, best = &s->heap[l];
@@ -599,11 +595,53 @@ static struct event heap_pop(struct sim *s)
 			m = r;
 		if (m == i)
 			break;
-		s->heap[i] = s->heap[m];
+		heap_put(s, i, s->heap[m]);
 		i = m;
 	}
+	heap_put(s, i, e);
+}
+
+static int heap_push(struct sim *s, struct event e)
+{
+	if (s->n_heap == s->cap_heap) {
+		size_t cap = s->cap_heap ? s->cap_heap * 2 : 1024;
+		struct event *h = realloc(s->heap, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		s->heap = h;
+		s->cap_heap = cap;
+	}
+	sift_up(s, s->n_heap++, e);
+	return 0;
+}
+
+/* Job j's completion event, now at time t: its event in the heap moves
+ * (the one it had is out of date, whether it still runs or ran before). */
+static int heap_finish(struct sim *s, int j, int64_t t)
+{
+	struct job *jb = &s->jobs[j];
+	struct event e = {t, 1, j, jb->version};
+	size_t i;
+
+	if (jb->hpos == 0)
+		return heap_push(s, e);
+	i = jb->hpos - 1;
+	if (ev_less(&e, &s->heap[i]))
+		sift_up(s, i, e);
+	else
+		sift_down(s, i, e);
+	return 0;
+}
+
+static struct event heap_pop(struct sim *s)
+{
+	struct event top = s->heap[0], last = s->heap[--s->n_heap];
+
+	if (top.type == 1)
+		s->jobs[top.job].hpos = 0;
 	if (s->n_heap)
-		s->heap[i] = last;
+		sift_down(s, 0, last);
 	return top;
 }
 
@@ -759,18 +797,24 @@ static int retime_gpu(struct sim *s, int g, int64_t now)
 	for (int k = 0; k < s->gpus[g].n; k++) {
 		int j = s->gpus[g].jobs[k];
 		struct job *jb = &s->jobs[j];
-		double left;
+		double left, rate;
 
 		jb->work_ms -= (double)(now - jb->last_ms) * jb->rate;
 		if (jb->work_ms < 0)
 			jb->work_ms = 0;
 		jb->last_ms = now;
-		jb->rate = speed_of(s, j, g, here, k);
-		mark_job(s, j);
+		rate = speed_of(s, j, g, here, k);
+		/* A rate that stays (a pace another GPU sets) leaves the sums
+		 * of j's other GPUs as they were. */
+		if (rate != jb->rate)
+			mark_job(s, j);
+		else
+			mark_gpu(s, g);
+		jb->rate = rate;
 		left = jb->work_ms / jb->rate;
 		jb->version++;
 		jb->end_est_ms = now + (int64_t)ceil(left);
-		if (heap_push(s, (struct event){jb->end_est_ms, 1, j, jb->version}))
+		if (heap_finish(s, j, jb->end_est_ms))
 			return -ENOMEM;
 	}
 	return 0;
