@@ -497,6 +497,11 @@ struct sim {
 	struct colloc_sched_running *rs; /* running jobs, in start order as
 					  * maintained by swap-removal */
 	size_t n_run, cap_run;
+	/* Per entry of rs, COLLOC_SCHED_MAX_GPUS apart: the job's speed on
+	 * each of its GPUs as that GPU's speeds say (gpu_speeds), HUGE_VAL on
+	 * a GPU it has alone, so that a job's pace reads its own entry rather
+	 * than every one of its GPUs. */
+	double *rsp;
 	int *dirty; /* GPUs with dirty set */
 	int n_dirty;
 	/* Sum tree over GPUs: node k holds, for the GPUs below it, the sums
@@ -763,28 +768,35 @@ static void gpu_speeds(struct sim *s, int g, double *sp)
 		colloc_interference_gpu_speeds(s->im, s->ty[s->gs[g].type].worker, ij,
 					       busy, gp->n, gp->sp);
 		gp->sp_ok = true;
+		/* and into each job's entry, under g */
+		for (int k = 0; k < gp->n; k++) {
+			size_t pos = (size_t)s->jobs[gp->jobs[k]].run_pos;
+			const struct colloc_sched_running *r = &s->rs[pos];
+
+			for (int i = 0; i < r->n_gpus; i++)
+				if (r->gpus[i] == g)
+					s->rsp[pos * COLLOC_SCHED_MAX_GPUS + (size_t)i] =
+						gp->n <= 1 ? HUGE_VAL : gp->sp[k];
+		}
 	}
-	memcpy(sp, gp->sp, sizeof(double) * (size_t)gp->n);
+	if (sp)
+		memcpy(sp, gp->sp, sizeof(double) * (size_t)gp->n);
 }
 
-/* Job j's speed: the slowest of its GPUs sets the pace. here: the speeds
- * of GPU g's jobs (gpu_speeds), k: j's place on g. */
-static double speed_of(struct sim *s, int j, int g, const double *here, int k)
+/* Job j's speed: the slowest of its GPUs sets the pace (a GPU it has
+ * alone does not). here: the speeds of GPU g's jobs (gpu_speeds), k: j's
+ * place on g. The speeds of every GPU of j are up to date (the changes of
+ * an event bring them up to date before any job is retimed). */
+static double speed_of(const struct sim *s, int j, int g, const double *here, int k)
 {
-	const struct job *jb = &s->jobs[j];
-	const int *gpus = gpus_of(s, j);
-	double worst = here[k], sp[MAX_PER_GPU];
+	size_t pos = (size_t)s->jobs[j].run_pos;
+	const struct colloc_sched_running *r = &s->rs[pos];
+	const double *sp = &s->rsp[pos * COLLOC_SCHED_MAX_GPUS];
+	double worst = here[k];
 
-	for (int i = 0; i < jb->n_gpus; i++) {
-		const struct gpu *o = &s->gpus[gpus[i]];
-
-		if (gpus[i] == g || o->n <= 1)
-			continue;
-		gpu_speeds(s, gpus[i], sp);
-		for (int m = 0; m < o->n; m++)
-			if (o->jobs[m] == j && sp[m] < worst)
-				worst = sp[m];
-	}
+	for (int i = 0; i < r->n_gpus; i++)
+		if (r->gpus[i] != g && sp[i] < worst)
+			worst = sp[i];
 	return worst;
 }
 
@@ -972,6 +984,9 @@ static int stop_job(struct sim *s, int j, int64_t now)
 	 * list maintained the same way would have. */
 	if (pos != --s->n_run) {
 		s->rs[pos] = s->rs[s->n_run];
+		memcpy(&s->rsp[pos * COLLOC_SCHED_MAX_GPUS],
+		       &s->rsp[s->n_run * COLLOC_SCHED_MAX_GPUS],
+		       sizeof(double) * COLLOC_SCHED_MAX_GPUS);
 		s->jobs[s->rs[pos].job_id].run_pos = (int)pos;
 		/* Its GPUs' predicted activity now adds in another order. */
 		mark_job(s, (int)s->rs[pos].job_id);
@@ -979,6 +994,8 @@ static int stop_job(struct sim *s, int j, int64_t now)
 	jb->run_pos = -1;
 	jb->version++; /* cancels its completion event */
 	s->may_start = true; /* capacity freed */
+	for (int i = 0; i < jb->n_gpus; i++)
+		gpu_speeds(s, gpus[i], NULL);
 	for (int i = 0; i < jb->n_gpus; i++)
 		if ((rc = retime_gpu(s, gpus[i], now)))
 			return rc;
@@ -1071,10 +1088,15 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 	if (s->n_run == s->cap_run) {
 		size_t cap = s->cap_run ? s->cap_run * 2 : 1024;
 		struct colloc_sched_running *n = realloc(s->rs, cap * sizeof(*n));
+		double *sp;
 
 		if (!n)
 			return -ENOMEM;
 		s->rs = n;
+		sp = realloc(s->rsp, cap * COLLOC_SCHED_MAX_GPUS * sizeof(*sp));
+		if (!sp)
+			return -ENOMEM;
+		s->rsp = sp;
 		s->cap_run = cap;
 	}
 	jb->run_pos = (int)s->n_run;
@@ -1112,6 +1134,8 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 	}
 	if ((rc = heap_push(s, (struct event){now + s->o->ramp_ms, 0, j, 0})))
 		return rc;
+	for (int i = 0; i < jb->n_gpus; i++)
+		gpu_speeds(s, s->rs[jb->run_pos].gpus[i], NULL);
 	for (int i = 0; i < jb->n_gpus; i++)
 		if ((rc = retime_gpu(s, s->rs[jb->run_pos].gpus[i], now)))
 			return rc;
@@ -1857,6 +1881,7 @@ out:
 	colloc_sched_ctx_destroy(s.sc);
 	free(s.gs);
 	free(s.rs);
+	free(s.rsp);
 	free(s.dirty);
 	free(s.tsum);
 	free(s.qbuf);
