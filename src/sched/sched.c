@@ -40,6 +40,7 @@
 #include "colloc/sched.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,22 @@ struct summ {
 	bool all_empty;
 };
 
+/*
+ * The least that the queued jobs from one position on ask for, in each
+ * quantity a failure is compared on (dominated()): once one failure is
+ * at most all of them, every job left fails as well, and a pass stops
+ * there (run_queue). Kept where every job has the same activity bounds
+ * (all but estimate-aware's soft bound) and the pass is not plain.
+ */
+struct rest {
+	uint64_t need, types; /* the least need; the union of type masks */
+	double util;
+	int64_t wall; /* the least known walltime, INT64_MAX none */
+	int n_gpus, share;
+	bool excl; /* every job exclusive */
+	bool untyped; /* some job of any type (mask 0) */
+};
+
 /* One per pass, on the stack: its fields stay grouped by what they are
  * for rather than packed by size. */
 /*
@@ -258,6 +275,9 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * failure stays one for the rest of the pass -- unless the job placed
 	 * predicts negative (or NaN) activity, which clears the list, as does
 	 * every placement in a plain pass (see refused_as_before). */
+	/* What the queue from each position on asks for at least (struct
+	 * rest, run_queue), or NULL. */
+	const struct rest *rest;
 	struct failpt {
 		uint64_t need;
 		double util;
@@ -410,18 +430,35 @@ static bool dominated(struct pass *p, const struct colloc_sched_job *j)
 	return false;
 }
 
+/* Whether every job that rest r covers fails as dominated() decides:
+ * one failure is at most the least of each of their quantities (late()
+ * grows with the walltime, so the least known one decides). */
+static bool rest_fails(const struct pass *p, const struct rest *r)
+{
+	bool all_late = p->resv_on && (r->wall == INT64_MAX || p->shadow == INT64_MAX ||
+				       p->now > p->shadow - r->wall);
+
+	for (int k = 0; k < p->n_fails; k++) {
+		const struct failpt *f = &p->fails[k];
+
+		if (f->need <= r->need && f->util <= r->util && f->n_gpus <= r->n_gpus &&
+		    (!f->excl || r->excl) && (!f->late || all_late) &&
+		    f->milli <= r->share &&
+		    (f->types == 0 || (!r->untyped && (r->types & ~f->types) == 0)))
+			return true;
+	}
+	return false;
+}
+
 static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 {
 	/* Shares bound only the policies that read them: elsewhere every
 	 * job's counts as the least, so failures keep dominating. */
 	struct failpt nf = {j->mem_need_bytes,
-			    j->util_pred,
-			    j->n_gpus,
-			    by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
-			    j->exclusive,
-			    late(p, j),
-			    p->cur,
-			    j->type_mask};
+			    /* activity bounds only estimate-aware's gate */
+			    ea_gated(p->cfg) ? j->util_pred : -HUGE_VAL, j->n_gpus,
+			    by_request(p->cfg) ? share_of(j->gpu_milli) : 0, j->exclusive,
+			    late(p, j), p->cur, j->type_mask};
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
@@ -2165,6 +2202,33 @@ static void unreserve(struct pass *p)
  * lazy_index, a pass that may use the search tree builds it after
  * PLAIN_SCANS searches; without, p->built says whether it is there.
  */
+/* rest[k] for the queue from position k of order on, and rest[n]: none. */
+static void rest_fill(struct rest *rest, const struct colloc_sched_job *queue,
+		      const struct qkey *order, size_t n)
+{
+	rest[n] = (struct rest){UINT64_MAX, 0,	     HUGE_VAL, INT64_MAX,
+				INT_MAX,    INT_MAX, true,     false};
+	for (size_t k = n; k-- > 0;) {
+		const struct colloc_sched_job *j = &queue[order[k].idx];
+		struct rest r = rest[k + 1];
+
+		if (j->mem_need_bytes < r.need)
+			r.need = j->mem_need_bytes;
+		if (j->util_pred < r.util)
+			r.util = j->util_pred;
+		if (j->walltime_ms > 0 && j->walltime_ms < r.wall)
+			r.wall = j->walltime_ms;
+		if (j->n_gpus < r.n_gpus)
+			r.n_gpus = j->n_gpus;
+		if (share_of(j->gpu_milli) < r.share)
+			r.share = share_of(j->gpu_milli);
+		r.excl = r.excl && j->exclusive;
+		r.untyped = r.untyped || j->type_mask == 0;
+		r.types |= j->type_mask;
+		rest[k] = r;
+	}
+}
+
 static size_t run_queue(struct pass *p, int64_t now_ms,
 			const struct colloc_sched_job *queue, const struct qkey *order,
 			size_t n_queue, struct colloc_sched_decision *out, size_t cap,
@@ -2200,11 +2264,13 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 				p->resv_tried = true;
 				head_reservation(p, j);
 			}
-			continue;
+		} else if (now_ms - j->submit_ms >= p->cfg->starve_ms) {
+			/* The starvation rule: this one has waited long
+			 * enough to hold the line. */
+			break;
 		}
-		/* The starvation rule: unless this one has waited long
-		 * enough to hold the line. */
-		if (now_ms - j->submit_ms >= p->cfg->starve_ms)
+		/* Everything behind it fails too: nothing more starts. */
+		if (p->rest && rest_fails(p, &p->rest[k + 1]))
 			break;
 	}
 	return n_dec;
@@ -2235,6 +2301,7 @@ struct colloc_sched_ctx {
 	unsigned since_levels;
 	struct qkey *order;
 	size_t cap_order;
+	struct rest *rest; /* cap_order + 1 */
 	struct resv_memo memo;
 };
 
@@ -2289,6 +2356,7 @@ void colloc_sched_ctx_destroy(struct colloc_sched_ctx *ctx)
 	if (!ctx)
 		return;
 	free(ctx->order);
+	free(ctx->rest);
 	free(ctx->p.resv);
 	aidx_destroy(ctx->p.ai);
 	free(ctx->stamp);
@@ -2495,10 +2563,15 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 		return 0;
 	if (n_queue > ctx->cap_order) {
 		struct qkey *o = realloc(ctx->order, n_queue * sizeof(*o));
+		struct rest *r;
 
 		if (!o)
 			return colloc_diag_set(diag, -ENOMEM, "out of memory");
 		ctx->order = o;
+		r = realloc(ctx->rest, (n_queue + 1) * sizeof(*r));
+		if (!r)
+			return colloc_diag_set(diag, -ENOMEM, "out of memory");
+		ctx->rest = r;
 		ctx->cap_order = n_queue;
 	}
 	restore(ctx);
@@ -2521,6 +2594,13 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 			break;
 		}
 	p->plain = plain;
+	/* The rest of the queue bounds failures only where every job's
+	 * activity bounds are the same and no input is odd (NaN). */
+	p->rest = NULL;
+	if (!plain && !(ea_gated(&ctx->cfg) && ctx->cfg.util_soft)) {
+		rest_fill(ctx->rest, queue, ctx->order, n_queue);
+		p->rest = ctx->rest;
+	}
 	p->n_fails = 0;
 	p->n_wm = 0;
 	p->scans = 0;
