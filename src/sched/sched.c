@@ -293,6 +293,9 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	struct jbound cur;
 	double cur_bound;
 	int n_fails;
+	/* The last job place() refused was dominated(): a failure already
+	 * covers it, and remembering it too would only crowd fails[]. */
+	bool dominated;
 	/* job_bound()'s earliest time that GPUs run nothing, by the shape
 	 * that decides it; valid until the next commit (which only moves
 	 * GPUs' ends later), so that queued jobs of one shape find it once. */
@@ -1455,6 +1458,7 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 	int n_ok = 0, first = 0, best_node = 0;
 	bool found = false;
 
+	p->dominated = false;
 	p->cur = job_bound(p, j);
 	p->cur_bound = p->cur.hi;
 	/* Overflow: no GPU has that much memory. */
@@ -1466,8 +1470,10 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 	q.cls[1] = !(j->exclusive || p->cfg->policy == COLLOC_POLICY_EXCLUSIVE);
 	if (p->built && fgd_bounded(p))
 		q.fgd_empty = fgd_empty_delta(p, j);
-	if (dominated(p, j))
+	if (dominated(p, j)) {
+		p->dominated = true;
 		return false;
+	}
 	/* The tree's bounds know no GPU types: a constrained job scans. */
 	if (!p->built || j->type_mask != 0) {
 		p->scans++;
@@ -2253,7 +2259,8 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 			p->cursor = (gpus[j->n_gpus - 1] + 1) % p->n;
 			continue;
 		}
-		remember_fail(p, j);
+		if (!p->dominated)
+			remember_fail(p, j);
 		if (!p->cfg->backfill)
 			break;
 		/* Cannot start: later jobs may (backfill). EASY: the first
