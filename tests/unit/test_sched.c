@@ -1116,6 +1116,64 @@ static void test_soft_nodes_are_scan(void **state)
 	}
 }
 
+/*
+ * A context's tree chooses its levels of free memory again from time to
+ * time (every few thousand passes) and summarises itself again when they
+ * change: through thousands of passes over one state, whose queue asks for
+ * other amounts of memory halfway, the context still decides what the scan
+ * does, under both policies that read levels.
+ */
+static void test_relevel_is_scan(void **state)
+{
+	static const int policies[] = {COLLOC_POLICY_ESTIMATE_AWARE,
+				       COLLOC_POLICY_LEAST_UTILIZED};
+
+	(void)state;
+	for (int pi = 0; pi < 2; pi++) {
+		struct rcase c;
+		struct colloc_sched_ctx *ctx = NULL;
+		struct colloc_sched_decision *d = NULL;
+		struct colloc_diag diag = {{0}};
+		int k = 0;
+
+		/* the first golden case large enough for a tree */
+		for (;; k++) {
+			assert_true(k < GOLDEN_ALL);
+			rcase_make(&c, k);
+			if (c.st.n_gpus >= 64 && c.n_jobs >= 8)
+				break;
+			rcase_free(&c);
+		}
+		c.cfg.policy = policies[pi];
+		if (c.n_jobs > 12)
+			c.n_jobs = 12; /* thousands of passes: a short queue */
+		ctx = ctx_of_case(&c);
+		d = calloc(c.n_jobs + 1, sizeof(*d));
+		assert_non_null(d);
+		for (int pass = 0; pass < 4400; pass++) {
+			size_t n = 0;
+			int rr = 0;
+
+			if (pass == 2200)
+				for (size_t j = 0; j < c.n_jobs; j++)
+					c.jobs[j].mem_need_bytes =
+						c.jobs[j].mem_need_bytes / 3 +
+						(j % 5) * (256ull << 20);
+			if (pass % 400 == 0 || pass == 4399) {
+				ctx_vs_decide(ctx, &c, k, "through re-levelling");
+				continue;
+			}
+			assert_int_equal(colloc_sched_ctx_decide(
+						 ctx, c.st.now_ms, c.st.rr_cursor, c.jobs,
+						 c.n_jobs, d, c.n_jobs, &n, &rr, &diag),
+					 0);
+		}
+		free(d);
+		colloc_sched_ctx_destroy(ctx);
+		rcase_free(&c);
+	}
+}
+
 /* GPU types on a random case, from a generator of its own: each node's
  * GPUs are of one of four types (now and then a GPU of a type outside
  * 0..63, which only unconstrained jobs may use), and about a third of the
@@ -1359,6 +1417,7 @@ int main(int argc, char **argv)
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_share_tree_is_scan);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_easy_index_is_scan);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_soft_nodes_are_scan);
+	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_relevel_is_scan);
 	tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_types);
 	failed = _cmocka_run_group_tests("sched", tests, t, NULL, NULL);
 	for (size_t k = 0; k < n; k++)
