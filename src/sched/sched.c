@@ -407,18 +407,39 @@ static bool bound_covers(const struct jbound *a, const struct jbound *b)
 	       (a->soft && b->soft && b->w <= a->w && b->t >= a->t && b->hi <= a->hi);
 }
 
+/* Job j as a point of the failure memo: what it asks for of each quantity
+ * that decides whether it can start. Shares bound only the policies that
+ * read them, and activity only estimate-aware's gate: elsewhere every job's
+ * counts as the least, so that failures keep dominating. */
+static struct failpt point_of(const struct pass *p, const struct colloc_sched_job *j)
+{
+	return (struct failpt){j->mem_need_bytes,
+			       ea_gated(p->cfg) ? j->util_pred : -HUGE_VAL,
+			       j->n_gpus,
+			       by_request(p->cfg) ? share_of(j->gpu_milli) : 0,
+			       j->exclusive,
+			       late(p, j),
+			       p->cur,
+			       j->type_mask};
+}
+
+/* Whether a job that asks for x fails where one that asked for f did: it
+ * asks for at least as much of everything. */
+static bool covers(const struct failpt *f, const struct failpt *x)
+{
+	return f->need <= x->need && f->util <= x->util && f->n_gpus <= x->n_gpus &&
+	       (!f->excl || x->excl) && (!f->late || x->late) && f->milli <= x->milli &&
+	       bound_covers(&f->b, &x->b) && types_within(x->types, f->types);
+}
+
 static bool dominated(struct pass *p, const struct colloc_sched_job *j)
 {
-	bool lj = late(p, j);
+	struct failpt x = point_of(p, j);
 
 	for (int k = 0; k < p->n_fails; k++) {
 		const struct failpt *f = &p->fails[k];
 
-		if (f->need <= j->mem_need_bytes && f->util <= j->util_pred &&
-		    f->n_gpus <= j->n_gpus && (!f->excl || j->exclusive) &&
-		    (!f->late || lj) && f->milli <= share_of(j->gpu_milli) &&
-		    bound_covers(&f->b, &p->cur) &&
-		    types_within(j->type_mask, f->types)) {
+		if (covers(f, &x)) {
 			/* to the front: a queue's failures repeat (the set
 			 * and so the decisions stay as they are) */
 			if (k > 0) {
@@ -433,45 +454,40 @@ static bool dominated(struct pass *p, const struct colloc_sched_job *j)
 	return false;
 }
 
-/* Whether every job that rest r covers fails as dominated() decides:
- * one failure is at most the least of each of their quantities (late()
- * grows with the walltime, so the least known one decides). */
+/* Whether every job that rest r covers fails as dominated() decides: one
+ * failure covers the least of each of their quantities (late() grows with
+ * the walltime, so the least known one decides; a job of any type is
+ * covered only by a failure of any type). Every job's activity bounds are
+ * the pass's current ones (struct rest). */
 static bool rest_fails(const struct pass *p, const struct rest *r)
 {
-	bool all_late = p->resv_on && (r->wall == INT64_MAX || p->shadow == INT64_MAX ||
-				       p->now > p->shadow - r->wall);
+	struct failpt x = {r->need,
+			   r->util,
+			   r->n_gpus,
+			   r->share,
+			   r->excl,
+			   p->resv_on &&
+				   (r->wall == INT64_MAX || p->shadow == INT64_MAX ||
+				    p->now > p->shadow - r->wall),
+			   p->cur,
+			   r->untyped ? 0 : r->types};
 
-	for (int k = 0; k < p->n_fails; k++) {
-		const struct failpt *f = &p->fails[k];
-
-		if (f->need <= r->need && f->util <= r->util && f->n_gpus <= r->n_gpus &&
-		    (!f->excl || r->excl) && (!f->late || all_late) &&
-		    f->milli <= r->share &&
-		    (f->types == 0 || (!r->untyped && (r->types & ~f->types) == 0)))
+	for (int k = 0; k < p->n_fails; k++)
+		if (covers(&p->fails[k], &x))
 			return true;
-	}
 	return false;
 }
 
 static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 {
-	/* Shares bound only the policies that read them: elsewhere every
-	 * job's counts as the least, so failures keep dominating. */
-	struct failpt nf = {j->mem_need_bytes,
-			    /* activity bounds only estimate-aware's gate */
-			    ea_gated(p->cfg) ? j->util_pred : -HUGE_VAL, j->n_gpus,
-			    by_request(p->cfg) ? share_of(j->gpu_milli) : 0, j->exclusive,
-			    late(p, j), p->cur, j->type_mask};
+	struct failpt nf = point_of(p, j);
 	int w = 0;
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
 	for (int k = 0; k < p->n_fails; k++) {
 		const struct failpt *f = &p->fails[k];
 
-		if (!(nf.need <= f->need && nf.util <= f->util &&
-		      nf.n_gpus <= f->n_gpus && (!nf.excl || f->excl) &&
-		      (!nf.late || f->late) && nf.milli <= f->milli &&
-		      bound_covers(&nf.b, &f->b) && types_within(f->types, nf.types))) {
+		if (!covers(&nf, f)) {
 			if (w != k)
 				p->fails[w] = *f;
 			w++;
