@@ -60,16 +60,7 @@ for n in $sizes; do
 	# Poisson arrivals (mean gap $gap s), run times 1 min to 6 h, 1-8 GPUs,
 	# the simulator's job kinds; awk's srand(1) makes it repeatable.
 	g0=$(date +%s.%N)
-	awk -v n="$n" -v gap="$gap" 'BEGIN {
-		srand(1); t = 0
-		split("resnet18 resnet50 vgg16 mobilenet_v2 bert gpt2 dqn shufflenet_v2_x1_0", m, " ")
-		split("1 1 1 1 2 4 8", g, " ")
-		print "id,submit_s,duration_s,gpus,model"
-		for (i = 0; i < n; i++) {
-			t += -gap * log(1 - rand())
-			printf "%d,%.1f,%d,%d,%s\n", i, t, 60 + int(rand() * 21540), g[1 + int(rand() * 7)], m[1 + int(rand() * 8)]
-		}
-	}' >"$tmp/t.csv"
+	awk -v n="$n" -v gap="$gap" -f tools/queue_trace.awk >"$tmp/t.csv"
 	s=$(date +%s.%N)
 	if [ -n "$gtime" ]; then
 		$gtime -f %M -o "$tmp/rss" "$colloc" sim --trace "csv:$tmp/t.csv" --cluster "$cluster" \
