@@ -10,7 +10,7 @@
 #
 #   tools/sim_compare.sh OLD_COLLOC NEW_COLLOC [SHARED_DATA_DIR]
 #       (default ../shared/data; JOBS: the queueing trace's size, 100000)
-#   exit status: 0 all the same, 1 some differ, 2 usage
+#   exit status: 0 all the same, 1 some differ, 2 usage or a run failed
 set -eu
 [ $# -ge 2 ] || { echo "usage: tools/sim_compare.sh OLD_COLLOC NEW_COLLOC [SHARED_DATA_DIR]" >&2; exit 2; }
 old=$1
@@ -35,11 +35,16 @@ else
 fi
 rc=0
 for args in "$@"; do
-	# every column but the last (sim_wall_s)
-	# shellcheck disable=SC2086
-	"$old" sim $args --csv | awk -F, -v OFS=, '{NF--; print}' >"$tmp/a"
-	# shellcheck disable=SC2086
-	"$new" sim $args --csv | awk -F, -v OFS=, '{NF--; print}' >"$tmp/b"
+	for side in a b; do
+		[ $side = a ] && bin=$old || bin=$new
+		# shellcheck disable=SC2086
+		if ! "$bin" sim $args --csv >"$tmp/$side.csv"; then
+			echo "sim_compare.sh: $bin failed on: colloc sim $args" >&2
+			exit 2
+		fi
+		# every column but the last (sim_wall_s)
+		awk -F, -v OFS=, '{NF--; print}' "$tmp/$side.csv" >"$tmp/$side"
+	done
 	if cmp -s "$tmp/a" "$tmp/b"; then
 		echo "SAME  colloc sim $args" | sed "s|$tmp/||g"
 	else

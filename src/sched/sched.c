@@ -276,8 +276,10 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 	 * predicts negative (or NaN) activity, which clears the list, as does
 	 * every placement in a plain pass (see refused_as_before). */
 	/* What the queue from each position on asks for at least (struct
-	 * rest, run_queue), or NULL. */
-	const struct rest *rest;
+	 * rest, run_queue), or NULL; filled at the pass's first failure, for
+	 * the positions after it (rest_filled). */
+	struct rest *rest;
+	bool rest_filled;
 	struct failpt {
 		uint64_t need;
 		double util;
@@ -2293,6 +2295,10 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 			break;
 		}
 		/* Everything behind it fails too: nothing more starts. */
+		if (p->rest && !p->rest_filled) {
+			rest_fill(p->rest + k + 1, queue, order + k + 1, n_queue - k - 1);
+			p->rest_filled = true;
+		}
 		if (p->rest && rest_fails(p, &p->rest[k + 1]))
 			break;
 	}
@@ -2621,11 +2627,9 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 	p->plain = plain;
 	/* The rest of the queue bounds failures only where every job's
 	 * activity bounds are the same and no input is odd (NaN). */
-	p->rest = NULL;
-	if (!plain && !(ea_gated(&ctx->cfg) && ctx->cfg.util_soft)) {
-		rest_fill(ctx->rest, queue, ctx->order, n_queue);
-		p->rest = ctx->rest;
-	}
+	p->rest =
+		!plain && !(ea_gated(&ctx->cfg) && ctx->cfg.util_soft) ? ctx->rest : NULL;
+	p->rest_filled = false;
 	p->n_fails = 0;
 	p->n_wm = 0;
 	p->scans = 0;

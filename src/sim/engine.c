@@ -832,6 +832,20 @@ static int retime_gpu(struct sim *s, int g, int64_t now)
 	return 0;
 }
 
+/* The n GPUs an event changed: their speeds first (a job's pace reads
+ * those of all of its GPUs, speed_of), then every job on them. */
+static int retime_gpus(struct sim *s, const int *gpus, int n, int64_t now)
+{
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		gpu_speeds(s, gpus[i], NULL);
+	for (int i = 0; i < n; i++)
+		if ((rc = retime_gpu(s, gpus[i], now)))
+			return rc;
+	return 0;
+}
+
 /* The utilization time series: one point per instant whose value differs
  * from the last one kept (the step function is the same). */
 static int record(struct sim *s, int64_t now)
@@ -974,7 +988,7 @@ static bool fits_cluster(const struct sim *s, uint16_t spec, int n, uint64_t nee
 static int stop_job(struct sim *s, int j, int64_t now)
 {
 	struct job *jb = &s->jobs[j];
-	int gpus[COLLOC_SCHED_MAX_GPUS], rc;
+	int gpus[COLLOC_SCHED_MAX_GPUS];
 	size_t pos = (size_t)jb->run_pos;
 
 	memcpy(gpus, gpus_of(s, j), sizeof(int) * (size_t)jb->n_gpus);
@@ -994,12 +1008,7 @@ static int stop_job(struct sim *s, int j, int64_t now)
 	jb->run_pos = -1;
 	jb->version++; /* cancels its completion event */
 	s->may_start = true; /* capacity freed */
-	for (int i = 0; i < jb->n_gpus; i++)
-		gpu_speeds(s, gpus[i], NULL);
-	for (int i = 0; i < jb->n_gpus; i++)
-		if ((rc = retime_gpu(s, gpus[i], now)))
-			return rc;
-	return 0;
+	return retime_gpus(s, gpus, jb->n_gpus, now);
 }
 
 static int on_ramp(struct sim *s, int j, int64_t now)
@@ -1134,11 +1143,8 @@ static int start_job(struct sim *s, int j, const struct colloc_sched_decision *d
 	}
 	if ((rc = heap_push(s, (struct event){now + s->o->ramp_ms, 0, j, 0})))
 		return rc;
-	for (int i = 0; i < jb->n_gpus; i++)
-		gpu_speeds(s, s->rs[jb->run_pos].gpus[i], NULL);
-	for (int i = 0; i < jb->n_gpus; i++)
-		if ((rc = retime_gpu(s, s->rs[jb->run_pos].gpus[i], now)))
-			return rc;
+	if ((rc = retime_gpus(s, s->rs[jb->run_pos].gpus, jb->n_gpus, now)))
+		return rc;
 	if (s->o->on_start)
 		s->o->on_start(s->o->on_start_arg, now, (size_t)j,
 			       s->rs[jb->run_pos].gpus, jb->n_gpus);

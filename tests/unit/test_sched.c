@@ -607,6 +607,17 @@ static void rcase_make(struct rcase *c, int k)
 	}
 }
 
+/* Case k if it has GPUs enough for the core's search tree (64), made;
+ * else nothing is left allocated and false. */
+static bool rcase_large(struct rcase *c, int k)
+{
+	rcase_make(c, k);
+	if (c->st.n_gpus >= 64)
+		return true;
+	rcase_free(c);
+	return false;
+}
+
 /* One line of decisions (small and odd cases) or their hash (large ones). */
 static void rcase_line(int k, char *buf, size_t len)
 {
@@ -921,11 +932,8 @@ static void test_share_tree_is_scan(void **state)
 		size_t n1 = 0, n2 = 0;
 		int rr1 = 0, rr2 = 0;
 
-		rcase_make(&c, k);
-		if (c.st.n_gpus < 64) {
-			rcase_free(&c);
+		if (!rcase_large(&c, k))
 			continue;
-		}
 		rcase_shares(&c, k, kk % 2 ? COLLOC_POLICY_FGD : COLLOC_POLICY_REQUEST);
 		/* fgd with an expected workload of its own (the case where
 		 * its scores have bounds in the tree), on every other case */
@@ -1018,11 +1026,8 @@ static void test_easy_index_is_scan(void **state)
 		struct colloc_diag diag = {{0}};
 		uint64_t x = 0xea5eull + (uint64_t)k;
 
-		rcase_make(&c, k);
-		if (c.st.n_gpus < 64) {
-			rcase_free(&c);
+		if (!rcase_large(&c, k))
 			continue;
-		}
 		c.cfg.backfill = true;
 		c.cfg.backfill_rule = COLLOC_BACKFILL_EASY;
 		for (int g = 0; g < c.st.n_gpus; g++)
@@ -1066,11 +1071,8 @@ static void test_soft_nodes_are_scan(void **state)
 		struct colloc_sched_ctx *ctx = NULL;
 		uint64_t x = 0x50f7ull + (uint64_t)k;
 
-		rcase_make(&c, k);
-		if (c.st.n_gpus < 64) {
-			rcase_free(&c);
+		if (!rcase_large(&c, k))
 			continue;
-		}
 		c.cfg.policy = COLLOC_POLICY_ESTIMATE_AWARE;
 		c.cfg.util_soft = true;
 		c.cfg.util_bound = 0.8 + 0.1 * rng_below(&x, 3);
@@ -1139,8 +1141,9 @@ static void test_relevel_is_scan(void **state)
 		/* the first golden case large enough for a tree */
 		for (;; k++) {
 			assert_true(k < GOLDEN_ALL);
-			rcase_make(&c, k);
-			if (c.st.n_gpus >= 64 && c.n_jobs >= 8)
+			if (!rcase_large(&c, k))
+				continue;
+			if (c.n_jobs >= 8)
 				break;
 			rcase_free(&c);
 		}
