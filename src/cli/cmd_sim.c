@@ -57,6 +57,8 @@ static const char sim_usage[] =
 	"                      job goes beyond it where sharing costs it less than\n"
 	"                      waiting for empty GPUs (walltime x (A - 1) < wait)\n"
 	"  --soft-bound        the default bound, named (as collocd's util_bound_soft)\n"
+	"  --queue-wait        soft bound: count the queue in front in the wait\n"
+	"                      (collocd's queue_wait; docs/simulator.md)\n"
 	"  --backfill RULE     easy (EASY backfill: a reservation for the queue head,\n"
 	"                      the default), starve (hold the line after 30 min, as\n"
 	"                      collocd) or off (strict queue order)\n"
@@ -554,6 +556,7 @@ int cmd_sim(int argc, char **argv)
 		{"load", required_argument, NULL, 'L'},
 		{"soft-bound", no_argument, NULL, 'W'},
 		{"hard-bound", no_argument, NULL, 'D'},
+		{"queue-wait", no_argument, NULL, 'Q'},
 		{"fill", no_argument, NULL, 'F'},
 		{"fill-to", required_argument, NULL, 'T'},
 		{"fill-order", required_argument, NULL, 'O'},
@@ -677,6 +680,9 @@ int cmd_sim(int argc, char **argv)
 			break;
 		case 'D':
 			so.sched.util_soft = false;
+			break;
+		case 'Q':
+			so.sched.queue_wait = true;
 			break;
 		case 'L': {
 			char *end;

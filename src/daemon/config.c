@@ -80,6 +80,7 @@ static const struct key keys[] = {
 	KEY("headroom", KIND_SIZE, sched.headroom_bytes, 0, 0),
 	KEY("util_bound", KIND_FRACTION, sched.util_bound, KEY_NONZERO, UTIL_BOUND_MAX),
 	KEY("util_bound_soft", KIND_BOOL, sched.util_soft, 0, 0),
+	KEY("queue_wait", KIND_BOOL, sched.queue_wait, 0, 0),
 	KEY("backfill", KIND_BOOL, sched.backfill, 0, 0),
 	KEY("starve", KIND_DURATION, sched.starve_ms, 0, 0),
 	KEY("sharing", KIND_SHARING, sharing, 0, 0),

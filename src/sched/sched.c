@@ -307,6 +307,11 @@ struct pass { // NOLINT(clang-analyzer-optin.performance.Padding)
 		int64_t best;
 	} wm[8]; /* when full, later shapes go unmemoized */
 	int n_wm;
+	/* GPU-ms (GPUs x walltime) of the jobs this pass could not start so
+	 * far, walltimes known: the work the queue in front of a job asks of
+	 * the cluster before first-come-first-served would reach it
+	 * (job_bound()). */
+	double ahead_ms;
 	int resv_n; /* reserved GPUs, at resv_g[] */
 	/* EASY backfill: the queue head's reservation, once it failed. A job
 	 * that does not end by the shadow time may not use a reserved GPU. */
@@ -577,8 +582,14 @@ static bool candidate(const struct pass *p, const struct colloc_sched_job *j, in
 		return false;
 	if (by_request(p->cfg) && w->milli + share_of(j->gpu_milli) > 1000)
 		return false;
-	/* Backfilling never delays the head (EASY). */
-	if (p->resv_on && p->resv[g] && late(p, j))
+	/* Backfilling never delays the head (EASY): a job that does not
+	 * end by the shadow time keeps off its GPUs, and with queue_wait so
+	 * does one that would slow the jobs there (combined predicted
+	 * activity past util_bound), whose ends the shadow time was computed
+	 * from. */
+	if (p->resv_on && p->resv[g] &&
+	    (late(p, j) || (p->cfg->queue_wait && ea_gated(p->cfg) && w->jobs > 0 &&
+			    w->pred + j->util_pred > p->cfg->util_bound + 1e-9)))
 		return false;
 	return true;
 }
@@ -1455,6 +1466,11 @@ static struct jbound job_bound(struct pass *p, const struct colloc_sched_job *j)
 		return r;
 	}
 	w = (double)(best > p->now ? best - p->now : 0);
+	/* queue_wait: first come, first served, j waits at least until the
+	 * cluster has done the work of the jobs before it that cannot start
+	 * either. */
+	if (cfg->queue_wait && p->ahead_ms / (double)p->n > w)
+		w = p->ahead_ms / (double)p->n;
 	if (w <= 0)
 		return r; /* GPUs run nothing now: no reason to share past it */
 	tw = (double)j->walltime_ms;
@@ -1549,6 +1565,33 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
 		}
 	}
 	return found;
+}
+
+/*
+ * Whether job j, which place() just refused, would be refused with no
+ * bound on combined activity too, because no GPU has room for it: where
+ * the tree is built, its root says so of every GPU at once (the most free
+ * memory of an open GPU; for n GPUs, at least the n-th most of any node's
+ * open GPUs). Such a failure, remembered with an open bound, covers every
+ * later job that asks at least as much whatever that job's bound
+ * (bound_covers()) -- which matters under the soft bound, which grows with
+ * the queue in front (job_bound()), so that a failure kept with its own
+ * bound would cover almost no later job and each of them would search.
+ */
+static bool no_room(const struct pass *p, const struct colloc_sched_job *j)
+{
+	const struct summ *r = &p->tree[1];
+	uint64_t min_free;
+	int n = j->n_gpus;
+
+	if (!p->built || p->plain || n < 1 || n > COLLOC_SCHED_MAX_GPUS ||
+	    j->mem_need_bytes > UINT64_MAX - p->cfg->headroom_bytes)
+		return false;
+	min_free = j->mem_need_bytes + p->cfg->headroom_bytes;
+	if (n > 1)
+		return r->kfree[n - 1] < min_free;
+	return (!r->has[0] || r->max_free[0] < min_free) &&
+	       (!r->has[1] || r->max_free[1] < min_free);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -2277,8 +2320,15 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 			p->cursor = (gpus[j->n_gpus - 1] + 1) % p->n;
 			continue;
 		}
-		if (!p->dominated)
+		if (!p->dominated) {
+			if (p->cur.soft && no_room(p, j)) {
+				p->cur.lo = p->cur.hi = HUGE_VAL;
+				p->cur.soft = false;
+			}
 			remember_fail(p, j);
+		}
+		if (j->walltime_ms > 0)
+			p->ahead_ms += (double)j->n_gpus * (double)j->walltime_ms;
 		if (!p->cfg->backfill)
 			break;
 		/* Cannot start: later jobs may (backfill). EASY: the first
@@ -2632,6 +2682,7 @@ static int decide_core(struct colloc_sched_ctx *ctx, int64_t now_ms, int rr_curs
 	p->rest_filled = false;
 	p->n_fails = 0;
 	p->n_wm = 0;
+	p->ahead_ms = 0;
 	p->scans = 0;
 	p->cursor = rr_cursor < 0 ? 0 : rr_cursor % p->n;
 	p->now = now_ms;

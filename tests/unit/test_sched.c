@@ -183,6 +183,8 @@ static void parse_line(struct scenario *s, char *line, const char *file, int lin
 			s->cfg.util_bound = strtod(v, NULL);
 		else if (!g && !r && !j && strcmp(kv, "soft") == 0)
 			s->cfg.util_soft = strcmp(v, "0") != 0;
+		else if (!g && !r && !j && strcmp(kv, "queue_wait") == 0)
+			s->cfg.queue_wait = strcmp(v, "0") != 0;
 		else if (!g && !r && !j && strcmp(kv, "backfill") == 0)
 			s->cfg.backfill = strcmp(v, "0") != 0;
 		else if (!g && !r && !j && strcmp(kv, "starve") == 0)
