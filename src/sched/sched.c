@@ -1574,9 +1574,11 @@ static bool place(struct pass *p, const struct colloc_sched_job *j, int *out)
  * memory of an open GPU; for n GPUs, at least the n-th most of any node's
  * open GPUs). Such a failure, remembered with an open bound, covers every
  * later job that asks at least as much whatever that job's bound
- * (bound_covers()) -- which matters under the soft bound, which grows with
- * the queue in front (job_bound()), so that a failure kept with its own
- * bound would cover almost no later job and each of them would search.
+ * (bound_covers()) -- which matters where the soft bound grows with the
+ * queue in front (queue_wait, job_bound()), so that a failure kept with
+ * its own bound would cover almost no later job and each of them would
+ * search (without queue_wait, a failure's bound covers later jobs of its
+ * shape as it is).
  */
 static bool no_room(const struct pass *p, const struct colloc_sched_job *j)
 {
@@ -2321,7 +2323,7 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 			continue;
 		}
 		if (!p->dominated) {
-			if (p->cur.soft && no_room(p, j)) {
+			if (p->cfg->queue_wait && p->cur.soft && no_room(p, j)) {
 				p->cur.lo = p->cur.hi = HUGE_VAL;
 				p->cur.soft = false;
 			}
