@@ -74,17 +74,7 @@ ok=0
 while read -r name trace cluster load; do
 	f=$tmp/$name-$load.csv
 	[ -s "$f" ] || { echo "sim_quality.sh: $name at $load did not run" >&2; exit 1; }
-	line=$(awk -F, -v cell="$name-$load" '
-		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		$2 != "mean" { next }
-		{ mk[$1] = $(c["makespan_s"]); j[$1] = $(c["mean_jct_all_s"]); p99[$1] = $(c["p99_jct_all_s"]) }
-		$1 != "estimate-aware" && (best == "" || $(c["mean_jct_all_s"]) < j[best]) { best = $1 }
-		END {
-			e = "estimate-aware"
-			rm = mk[e] / mk[best]; rj = j[e] / j[best]; rp = p99[e] / p99[best]
-			printf "%-24s %-16s %.3f %.3f %.3f %.3f %s\n", cell, best, rm, rj, rp,
-			       j[e] / j["exclusive"], rm <= 1.01 && rj <= 1.02 && rp <= 1.05 ? "yes" : "NO"
-		}' "$f")
+	line=$(awk -F, -v name="$name-$load" -v e=estimate-aware -f tools/sim_verdict.awk "$f")
 	echo "$line"
 	n=$((n + 1))
 	case $line in *yes) ok=$((ok + 1)) ;; esac

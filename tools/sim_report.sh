@@ -68,17 +68,7 @@ table() {
 # (lowest mean JCT, failed jobs counted) on the issue's bar: makespan <=
 # 1.01x, mean JCT <= 1.02x, p99 JCT <= 1.05x.
 verdict() {
-	awk -F, -v name="$1" -v load="$3" -v e="$4" '
-		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-		$2 != "mean" { next }
-		{ mk[$1] = $(c["makespan_s"]); j[$1] = $(c["mean_jct_all_s"]); p99[$1] = $(c["p99_jct_all_s"]) }
-		$1 !~ /^estimate-aware/ && (best == "" || $(c["mean_jct_all_s"]) < j[best]) { best = $1 }
-		END {
-			rm = mk[e] / mk[best]; rj = j[e] / j[best]; rp = p99[e] / p99[best]
-			ok = rm <= 1.01 && rj <= 1.02 && rp <= 1.05
-			printf "| %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %s |\n", name, load, e, best, rm, rj, rp,
-			       j[e] / j["exclusive"], ok ? "yes" : "**no**"
-		}' "$2"
+	awk -F, -v name="$1" -v load="$3" -v e="$4" -v md=1 -f tools/sim_verdict.awk "$2"
 }
 
 # sweep NAME KIND:PATH CLUSTER FULL: the three loads; FULL=yes also writes

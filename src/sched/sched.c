@@ -485,10 +485,15 @@ static bool rest_fails(const struct pass *p, const struct rest *r)
 	return false;
 }
 
+static bool no_room(const struct pass *p, const struct colloc_sched_job *j);
+
 static void remember_fail(struct pass *p, const struct colloc_sched_job *j)
 {
 	struct failpt nf = point_of(p, j);
 	int w = 0;
+
+	if (p->cfg->queue_wait && nf.b.soft && no_room(p, j))
+		nf.b = (struct jbound){HUGE_VAL, HUGE_VAL, 0, 0, false}; /* open */
 
 	/* Keep the frontier minimal: drop points the new one dominates. */
 	for (int k = 0; k < p->n_fails; k++) {
@@ -2322,14 +2327,9 @@ static size_t run_queue(struct pass *p, int64_t now_ms,
 			p->cursor = (gpus[j->n_gpus - 1] + 1) % p->n;
 			continue;
 		}
-		if (!p->dominated) {
-			if (p->cfg->queue_wait && p->cur.soft && no_room(p, j)) {
-				p->cur.lo = p->cur.hi = HUGE_VAL;
-				p->cur.soft = false;
-			}
+		if (!p->dominated)
 			remember_fail(p, j);
-		}
-		if (j->walltime_ms > 0)
+		if (p->cfg->queue_wait && j->walltime_ms > 0)
 			p->ahead_ms += (double)j->n_gpus * (double)j->walltime_ms;
 		if (!p->cfg->backfill)
 			break;
