@@ -338,7 +338,7 @@ struct pub_row {
 	char gap[96];
 	int64_t batch, seq, grad_accum;
 	int lora_rank, iterations, kind, quant_block;
-	bool grad_ckpt;
+	bool grad_ckpt, keep_grads;
 	double measured_bytes; /* the figure less subtract, in bytes */
 	double ours, rule; /* NAN: not estimated */
 	char why[160]; /* why colloc did not estimate it */
@@ -403,6 +403,7 @@ static int pub_parse(struct pub_row *r, const struct pub_line *l)
 	r->iterations = (int)pub_int(l, "iterations");
 	r->quant_block = (int)pub_int(l, "quant_block");
 	r->grad_ckpt = pub_int(l, "grad_ckpt") == 1;
+	r->keep_grads = pub_int(l, "keep_grads") == 1;
 	r->kind = -1;
 	for (int k = 0; k < PUB_KIND_COUNT_; k++)
 		if (strcmp(pub_str(l, "kind"), pub_kind_names[k]) == 0)
@@ -524,6 +525,8 @@ static int pub_estimate(struct pub_row *r, struct colloc_diag *diag)
 	o.optimizer = colloc_optimizer_parse(r->optimizer);
 	o.loss = m->loss;
 	o.iterations = r->iterations;
+	o.grad_accum = (int)r->grad_accum;
+	o.keep_grads = r->keep_grads;
 	o.exclude_cuda_context = r->kind == PUB_NVML;
 	if (o.optimizer < 0)
 		rc = colloc_diag_set(diag, COLLOC_EUNSUPPORTED,

@@ -145,8 +145,20 @@ struct colloc_estimate_opts {
 	 * block, each keeping a float32 absmax per state. 0 = 256,
 	 * bitsandbytes' block since 0.44.0 (2048 before). At most 2^30. */
 	int quant_block_elems;
+	/* opt.zero_grad(set_to_none=False), the default of PyTorch before 2.0
+	 * (and of Module.zero_grad there): gradients are zeroed in place, stay
+	 * allocated from the first backward on, and backward adds into them.
+	 * false: set_to_none=True, PyTorch 2's default, which frees them. */
+	bool keep_grads;
+	/* Gradient accumulation: micro-batches per optimizer step (0 or 1 =
+	 * none; at most COLLOC_GRAD_ACCUM_MAX). zero_grad runs before the
+	 * first one's backward, step after the last one's; the batch is one
+	 * micro-batch's. From the second micro-batch on, backward runs with
+	 * every gradient allocated. */
+	int grad_accum;
 };
 #define COLLOC_QUANT_BLOCK_DEFAULT 256
+#define COLLOC_GRAD_ACCUM_MAX 65536
 
 /* What a memory decision trusts: the point estimate, or its upper bound
  * (peak_device_upper_bytes, which adds what the point estimate cannot

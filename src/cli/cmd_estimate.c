@@ -92,7 +92,14 @@ static const char estimate_usage_2[] =
 	"                         estimate (default) or its upper bound, which adds\n"
 	"                         cuDNN's workspace choice and one segment of\n"
 	"                         allocator fragmentation (docs/estimator.md)\n"
-	"  --iterations N         training iterations to replay (3)\n"
+	"  --iterations N         training iterations (optimizer steps) to replay (3)\n"
+	"  --keep-grads           opt.zero_grad(set_to_none=False), PyTorch < 2.0's\n"
+	"                         default: gradients zeroed in place stay allocated,\n"
+	"                         so backward runs with all of them (default: freed,\n"
+	"                         PyTorch 2's set_to_none=True)\n"
+	"  --grad-accum N         gradient accumulation: N micro-batches of --batch\n"
+	"                         per optimizer step; from the second on, backward\n"
+	"                         runs with every gradient allocated (1)\n"
 	"  --explain              list the largest tensors alive at the peak and\n"
 	"                         the ops that take most of the step's GPU time\n"
 	"  --json                 print one JSON object\n"
@@ -316,6 +323,10 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 				      cli_json_i64(a->opts.quant_block_elems
 							   ? a->opts.quant_block_elems
 							   : COLLOC_QUANT_BLOCK_DEFAULT));
+	cJSON_AddBoolToObject(r, "keep_grads", a->opts.keep_grads);
+	cJSON_AddItemToObject(
+		r, "grad_accum",
+		cli_json_i64(a->opts.grad_accum > 1 ? a->opts.grad_accum : 1));
 	cJSON_AddStringToObject(r, "peak_phase", colloc_phase_name(e->peak_phase));
 	cJSON_AddItemToObject(r, "peak_iteration", cli_json_i64(e->peak_iteration));
 	cJSON_AddStringToObject(r, "peak_op", e->peak_op);
@@ -389,6 +400,14 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 	       a->precision_name ? a->precision_name
 				 : colloc_precision_name(a->opts.precision),
 	       colloc_loss_name(a->opts.loss), a->opts.platform->name);
+	if (a->opts.keep_grads || a->opts.grad_accum > 1) {
+		printf("gradients       %s",
+		       a->opts.keep_grads ? "zeroed in place (set_to_none=False)"
+					  : "freed at zero_grad");
+		if (a->opts.grad_accum > 1)
+			printf(", accumulated over %d micro-batches", a->opts.grad_accum);
+		printf("\n");
+	}
 	if (model_described(m, a)) {
 		printf("parameters      %llu trainable, %llu frozen%s%s\n",
 		       (unsigned long long)m->trainable_params,
@@ -622,6 +641,8 @@ int cmd_estimate(int argc, char **argv)
 		{"max-seq", no_argument, NULL, 'Q'},
 		{"gpus", required_argument, NULL, 'N'},
 		{"quant-block", required_argument, NULL, 'B'},
+		{"keep-grads", no_argument, NULL, 'k'},
+		{"grad-accum", required_argument, NULL, 'U'},
 		{"architecture", required_argument, NULL, 'W'},
 		{"num-labels", required_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
@@ -786,6 +807,19 @@ int cmd_estimate(int argc, char **argv)
 			break;
 		case 'W':
 			a.model_opts.architecture = optarg;
+			break;
+		case 'k':
+			a.opts.keep_grads = true;
+			break;
+		case 'U':
+			if (colloc_parse_u64(optarg, COLLOC_GRAD_ACCUM_MAX, &v) ||
+			    v == 0) {
+				cli_error("--grad-accum wants 1..%d micro-batches, not "
+					  "'%s'",
+					  COLLOC_GRAD_ACCUM_MAX, optarg);
+				return CLI_USAGE;
+			}
+			a.opts.grad_accum = (int)v;
 			break;
 		case 'Y':
 			if (colloc_parse_u64(optarg, 1u << 24, &v) || v == 0) {

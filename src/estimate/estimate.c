@@ -252,7 +252,8 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 	    opts->loss < 0 || opts->loss >= COLLOC_LOSS_COUNT_ || opts->parallel < 0 ||
 	    opts->parallel >= COLLOC_PAR_COUNT_ || opts->gpus < 0 ||
 	    opts->gpus > COLLOC_MAX_GPUS || opts->quant_block_elems < 0 ||
-	    opts->quant_block_elems > (1 << 30))
+	    opts->quant_block_elems > (1 << 30) || opts->grad_accum < 0 ||
+	    opts->grad_accum > COLLOC_GRAD_ACCUM_MAX)
 		return colloc_diag_set(diag, COLLOC_EUSAGE, "invalid estimator options");
 	{
 		struct colloc__shard sh;

@@ -14,6 +14,14 @@
  *       loss.backward()
  *       opt.step()                         # states created at the first step
  *
+ * with two variants of zero_grad (colloc_estimate_opts): set_to_none=False
+ * (keep_grads) zeroes the gradients in place, so they stay allocated and
+ * backward adds into them; and gradient accumulation over grad_accum
+ * micro-batches, where zero_grad runs before the first micro-batch's
+ * backward and step after the last one's. An iteration is one optimizer
+ * step. Of its micro-batches the first and the last are replayed: the ones
+ * between do what the last does but the step, so they add no peak.
+ *
  * Storage, not tensors, is what the allocator sees: views share their base's
  * storage, and a storage is freed when no pending forward use, no holder and
  * no pending backward use (autograd saved it) remains. Strides are tracked
@@ -1321,6 +1329,8 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 {
 	struct tl t;
 	int rc = -ENOMEM, iters = opts->iterations > 0 ? opts->iterations : 3;
+	/* micro-batches replayed per step: the first and the last */
+	int micro = opts->grad_accum > 1 ? 2 : 1;
 	int prev_out = -1, prev_loss = -1, prev_labels = -1, *prev_in = NULL;
 	int n_in = g->n_inputs;
 	size_t nt = (size_t)g->n_tensors + 1;
@@ -1403,10 +1413,10 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	if (colloc__optim_get(opts->optimizer)->ctor_state && (rc = make_states(&t)))
 		goto out; /* Adagrad creates its state in the constructor */
 
-	for (int it = 0; it < iters && !t.stopped; it++) {
-		int loss_st = -1, logp_st = -1, shift_st = -1;
+	for (int it = 0; it < iters * micro && !t.stopped; it++) {
+		int loss_st = -1, logp_st = -1, shift_st = -1, mb = it % micro;
 
-		t.iter = it;
+		t.iter = it / micro;
 		t.phase = COLLOC_PHASE_FORWARD;
 		t.node = -1;
 		/* Forward-pass tensors of the last iteration are gone; reset
@@ -1500,9 +1510,11 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 				st_unref(&t, t.wcast[i]);
 				t.wcast[i] = -1;
 			}
-		/* opt.zero_grad(set_to_none=True) */
+		/* opt.zero_grad(set_to_none=True) before the first micro-batch's
+		 * backward; set_to_none=False zeroes them in place (no memory
+		 * event). */
 		t.phase = COLLOC_PHASE_BACKWARD;
-		for (int i = 0; i < g->n_tensors; i++)
+		for (int i = 0; i < g->n_tensors && mb == 0 && !opts->keep_grads; i++)
 			if (t.pgrad[i] >= 0) {
 				st_free(&t, t.pgrad[i]);
 				t.pgrad[i] = -1;
@@ -1533,10 +1545,12 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			}
 		if (it == 0)
 			res->grad_bytes = t.kind_bytes[COLLOC_MEM_GRAD];
-		rc = run_step(&t, it);
+		if (mb < micro - 1)
+			continue; /* accumulating: no step yet */
+		rc = run_step(&t, t.iter);
 		if (rc)
 			goto out;
-		if (it == 0)
+		if (t.iter == 0)
 			res->optimizer_bytes = t.kind_bytes[COLLOC_MEM_OPTIMIZER];
 	}
 

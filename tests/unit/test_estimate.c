@@ -7,7 +7,8 @@
  * native_dropout keeps them) must be within 2%, and parameter, gradient and optimizer
  * state bytes must be exact for all six optimizers. Also: the estimate's
  * internal consistency (reserved >= allocated, device = reserved + context,
- * breakdown adds up, fit/headroom, determinism).
+ * breakdown adds up, fit/headroom, determinism), and what keeping
+ * gradients (zero_grad(set_to_none=False), accumulation) changes.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -218,6 +219,64 @@ static void test_fit_and_determinism(void **state)
 	cJSON_Delete(ref);
 }
 
+/*
+ * zero_grad(set_to_none=False) and gradient accumulation keep every
+ * gradient allocated through the next forward and backward: at the peak
+ * all of them are alive, the peak is at least the default's and exceeds it
+ * by at most the gradients (rounded up to the allocator's 512-byte
+ * blocks), and the training state does not change. Accumulation replays a
+ * cycle of two micro-batches whatever its length (timeline.c).
+ */
+static void test_grad_lifetimes(void **state)
+{
+	struct est_case c = {"resnet18", NULL, NULL};
+	struct colloc_estimate_opts o;
+	struct colloc_estimate base, keep, ga2, ga64;
+	struct colloc_diag diag = {{0}};
+	cJSON *ref = cJSON_CreateObject();
+	uint64_t slack;
+
+	(void)state;
+	cJSON_AddNumberToObject(ref, "batch", 16);
+	c.ref = ref;
+	load(&c);
+	colloc_estimate_opts_init(&o);
+	assert_int_equal(colloc_estimate_run(c.g, &o, &base, &diag), 0);
+	o.keep_grads = true;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &keep, &diag), 0);
+	o.keep_grads = false;
+	o.grad_accum = 2;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &ga2, &diag), 0);
+	o.grad_accum = 64;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &ga64, &diag), 0);
+	assert_memory_equal(&ga2, &ga64, sizeof(ga2));
+	/* resnet18 has 62 parameter tensors: each block rounds up by < 512 B */
+	slack = base.grad_bytes + 62 * 512;
+	for (int k = 0; k < 2; k++) {
+		const struct colloc_estimate *e = k ? &ga2 : &keep;
+
+		assert_true(e->breakdown.grads_bytes >= base.grad_bytes);
+		assert_true(e->peak_allocated_bytes >= base.peak_allocated_bytes);
+		assert_true(e->peak_allocated_bytes <= base.peak_allocated_bytes + slack);
+		assert_int_equal(e->grad_bytes, base.grad_bytes);
+		assert_int_equal(e->optimizer_state_bytes, base.optimizer_state_bytes);
+		assert_int_equal(e->saved_activation_bytes, base.saved_activation_bytes);
+	}
+	/* by default the peak (the loss, iteration 2) holds the last step's
+	 * gradients too: here they matter at backward, where the kept ones
+	 * add to the fresh ones' temporaries */
+	assert_true(keep.peak_allocated_bytes > base.peak_allocated_bytes);
+	assert_true(ga2.peak_allocated_bytes > base.peak_allocated_bytes);
+	assert_int_equal(keep.peak_phase, COLLOC_PHASE_BACKWARD);
+	assert_int_equal(ga2.peak_phase, COLLOC_PHASE_BACKWARD);
+	o.grad_accum = COLLOC_GRAD_ACCUM_MAX + 1;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &ga2, &diag), COLLOC_EUSAGE);
+	o.grad_accum = -1;
+	assert_int_equal(colloc_estimate_run(c.g, &o, &ga2, &diag), COLLOC_EUSAGE);
+	colloc_graph_destroy(c.g);
+	cJSON_Delete(ref);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -234,7 +293,7 @@ static void test_names(void **state)
 
 int main(void)
 {
-	static struct CMUnitTest tests[MAX_MODELS + 2];
+	static struct CMUnitTest tests[MAX_MODELS + 3];
 	static struct est_case cases[MAX_MODELS];
 	char path[4096], *text;
 	const cJSON *m;
@@ -262,6 +321,7 @@ int main(void)
 		n++;
 	}
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fit_and_determinism);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_grad_lifetimes);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_names);
 	failed = _cmocka_run_group_tests("estimate", tests, n, NULL, NULL);
 	cJSON_Delete(reference);
