@@ -127,6 +127,9 @@ struct colloc_sim_opts {
 	 * cluster's GPU time between the first and the last arrival is this;
 	 * 0: the trace's own times. */
 	double load;
+	/* Keep one record per job in the result (job_records): what a
+	 * per-job log (colloc sim --job-log) is written from. */
+	bool job_records;
 	/* Called, where set, as each job starts, at now_ms on the run's clock
 	 * (the trace's times, scaled by load): job is its index in the trace,
 	 * gpus[0..n_gpus) the cluster's GPUs it runs on (numbered as
@@ -187,6 +190,32 @@ int colloc_sim_kind_info(const char *model, int64_t batch,
  * the last one. Static strings. */
 const char *colloc_sim_kind_name(int i);
 
+/* How a job's run ended (struct colloc_sim_job_record). */
+enum colloc_sim_outcome {
+	COLLOC_SIM_DONE = 0, /* finished */
+	COLLOC_SIM_FAILED, /* could never fit any GPU */
+	COLLOC_SIM_LOST, /* neither: a simulator bug (tests check for none) */
+};
+const char *colloc_sim_outcome_name(int outcome);
+
+/* One job of a run, as it went (colloc_sim_opts.job_records). Times are
+ * seconds on the run's clock (the trace's, scaled by the load). */
+struct colloc_sim_job_record {
+	uint64_t id; /* the trace's */
+	const char *kind; /* the job kind it ran as ("resnet50"), static */
+	int n_gpus; /* as run (a job wider than a node runs narrower) */
+	int gpu_milli; /* declared share of its GPU, 1000: a whole one */
+	int outcome; /* enum colloc_sim_outcome */
+	bool shared; /* it ever shared a GPU */
+	bool crashed; /* it crashed out of memory at least once */
+	double submit_s;
+	double start_s; /* its first start; -1: never started */
+	double end_s; /* -1: did not finish */
+	double alone_s; /* its run time alone on its GPUs */
+	uint64_t need_bytes; /* the memory the scheduler saw (at the end) */
+	uint64_t true_bytes; /* the peak it really reached */
+};
+
 struct colloc_sim_result {
 	int policy;
 	size_t jobs, finished, failed; /* failed: could never fit, with reason */
@@ -223,6 +252,9 @@ struct colloc_sim_result {
 	double *series_util;
 	/* job completion times, sorted, for the CDF */
 	double *jct_s;
+	/* With colloc_sim_opts.job_records: one per job, in trace order. */
+	struct colloc_sim_job_record *job_records;
+	size_t n_job_records;
 };
 
 void colloc_sim_result_fini(struct colloc_sim_result *r);

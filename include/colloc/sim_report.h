@@ -10,6 +10,8 @@
 #ifndef COLLOC_SIM_REPORT_H
 #define COLLOC_SIM_REPORT_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "colloc/error.h"
@@ -37,6 +39,17 @@ int colloc_sim_write_csv_stats(FILE *f, const struct colloc_sim_result *r, int n
 
 /* Header and one line per result to f. Returns 0 or -EIO. */
 int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n);
+
+/*
+ * The per-job log of one run, r's job_records (colloc_sim_opts), to f: with
+ * header, first the line "policy,seed,job_id,kind,gpus,gpu_milli,submit_s,
+ * start_s,end_s,wait_s,jct_s,alone_s,slowdown,outcome,shared,crashed,
+ * need_bytes,true_bytes", then one line per job in trace order. slowdown
+ * is jct_s / alone_s; the fields a job does not have (a failed job's
+ * start, end, wait, JCT and slowdown) are empty. Returns 0 or -EIO.
+ */
+int colloc_sim_write_job_log(FILE *f, const struct colloc_sim_result *r, uint64_t seed,
+			     bool header);
 
 /*
  * Into directory dir (created if missing): summary.csv, util_POLICY.dat and

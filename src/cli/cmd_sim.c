@@ -72,7 +72,13 @@ static const char sim_usage[] =
 	"  --csv               print one CSV row per policy\n"
 	"  --plot DIR          write summary.csv, time series and a gnuplot script to\n"
 	"                      DIR, and draw util.svg and jct_cdf.svg with gnuplot\n"
-	"                      (Debian package gnuplot-nox) when it is installed\n"
+	"                      (Debian package gnuplot-nox) when it is installed\n";
+/* the rest (one literal would pass C99's 4095-character minimum) */
+static const char sim_usage_2[] =
+	"  --job-log FILE      write one CSV row per job of every run (policy, seed,\n"
+	"                      the trace's id, kind, GPUs, submit, start and end,\n"
+	"                      wait, JCT, alone time, slowdown, outcome, memory):\n"
+	"                      where a tail comes from (docs/simulator.md)\n"
 	"  --fill              the fill experiment of the FGD paper (ATC '23): pods\n"
 	"                      arrive shuffled, never leave, and are placed at once or\n"
 	"                      fail; prints the GPU share allocated against the GPU\n"
@@ -402,6 +408,41 @@ static int run_gnuplot(const char *dir)
 	return CLI_OK;
 }
 
+/* --job-log: written to PATH.tmp and renamed to PATH once every run has
+ * ended, so that PATH is never a partial log. */
+static int open_job_log(const char *path, char *tmp, size_t len, FILE **out)
+{
+	int w = snprintf(tmp, len, "%s.tmp", path);
+
+	if (w < 0 || (size_t)w >= len) {
+		cli_error("--job-log: path too long");
+		return CLI_USAGE;
+	}
+	*out = fopen(tmp, "w");
+	if (!*out) {
+		cli_error("cannot write %s: %s", tmp, strerror(errno));
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
+static int close_job_log(const char *path, const char *tmp, FILE *f)
+{
+	bool bad = ferror(f) != 0;
+
+	if (fclose(f) != 0 || bad) {
+		cli_error("cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
+		unlink(tmp);
+		return CLI_ERROR;
+	}
+	if (rename(tmp, path) != 0) {
+		cli_error("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp);
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
 /* "A-B" or "A" into lo, hi (at most CLI_SIM_MAX_SEEDS seeds). */
 static int parse_seeds(const char *arg, uint64_t *lo, uint64_t *hi)
 {
@@ -558,6 +599,7 @@ int cmd_sim(int argc, char **argv)
 		{"hard-bound", no_argument, NULL, 'D'},
 		{"queue-wait", no_argument, NULL, 'Q'},
 		{"fill", no_argument, NULL, 'F'},
+		{"job-log", required_argument, NULL, 'J'},
 		{"fill-to", required_argument, NULL, 'T'},
 		{"fill-order", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
@@ -576,7 +618,9 @@ int cmd_sim(int argc, char **argv)
 	uint64_t seed_lo = 0, seed_hi = 0;
 	bool have_seeds = false;
 	struct colloc_sim_fill_opts fo;
-	const char *plot_dir = NULL, *gavel = NULL;
+	const char *plot_dir = NULL, *gavel = NULL, *job_log = NULL;
+	char log_tmp[4096];
+	FILE *log = NULL;
 	struct colloc_interference *im = NULL;
 	struct colloc_sim_nodes *nodes = NULL;
 	char kind[32], list[256], what[512];
@@ -667,6 +711,9 @@ int cmd_sim(int argc, char **argv)
 		case 'P':
 			plot_dir = optarg;
 			break;
+		case 'J':
+			job_log = optarg;
+			break;
 		case 'S':
 			if (parse_seeds(optarg, &seed_lo, &seed_hi))
 				return CLI_USAGE;
@@ -718,6 +765,7 @@ int cmd_sim(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(sim_usage, stdout);
+			fputs(sim_usage_2, stdout);
 			return CLI_OK;
 		default:
 			cli_error("sim: unknown or incomplete option '%s' (see `colloc "
@@ -797,17 +845,39 @@ int cmd_sim(int argc, char **argv)
 		rc = CLI_ERROR;
 		goto done;
 	}
+	if (job_log && (rc = open_job_log(job_log, log_tmp, sizeof(log_tmp), &log)))
+		goto done;
+	so.job_records = log != NULL;
 	for (int k = 0; k < n_pol; k++)
 		for (int s = 0; s < n_seeds; s++) {
+			struct colloc_sim_result *r = &res[k * n_seeds + s];
+
 			so.sched.policy = pol[k];
 			so.seed = seed_lo + (uint64_t)s;
-			if (colloc_sim_run(tr, &cl, &so, &res[k * n_seeds + s], &diag)) {
+			if (colloc_sim_run(tr, &cl, &so, r, &diag)) {
 				cli_error("%s", diag.msg);
 				rc = CLI_ERROR;
 				goto done;
 			}
 			n_run++;
+			if (log &&
+			    colloc_sim_write_job_log(log, r, so.seed, n_run == 1)) {
+				cli_error("cannot write %s: %s", log_tmp,
+					  strerror(errno));
+				rc = CLI_ERROR;
+				goto done;
+			}
+			/* written: the records need not outlive the run */
+			free(r->job_records);
+			r->job_records = NULL;
+			r->n_job_records = 0;
 		}
+	if (log) {
+		rc = close_job_log(job_log, log_tmp, log);
+		log = NULL;
+		if (rc)
+			goto done;
+	}
 	/* Plots and single-seed outputs: each policy's first seed. */
 	for (int k = 0; k < n_pol; k++)
 		first[k] = res[(size_t)k * (size_t)n_seeds];
@@ -853,6 +923,11 @@ int cmd_sim(int argc, char **argv)
 		print_table(first, n_pol);
 	}
 done:
+	if (log) {
+		/* the runs did not all end: no partial log under its name */
+		fclose(log);
+		unlink(log_tmp);
+	}
 	for (int k = 0; k < n_run; k++)
 		colloc_sim_result_fini(&res[k]);
 	free(res);

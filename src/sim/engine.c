@@ -298,7 +298,17 @@ void colloc_sim_result_fini(struct colloc_sim_result *r)
 	free(r->series_t_s);
 	free(r->series_util);
 	free(r->jct_s);
+	free(r->job_records);
 	r->series_t_s = r->series_util = r->jct_s = NULL;
+	r->job_records = NULL;
+	r->n_job_records = 0;
+}
+
+const char *colloc_sim_outcome_name(int outcome)
+{
+	static const char *const names[] = {"done", "failed", "lost"};
+
+	return outcome >= 0 && outcome <= COLLOC_SIM_LOST ? names[outcome] : "unknown";
 }
 
 /* --- random numbers (deterministic across platforms) ---------------------- */
@@ -366,6 +376,7 @@ static const struct kind {
 	{"cyclegan", NULL, 0, 0, 0.6, 5 * GiB, 0},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+_Static_assert(N_KINDS <= 256, "struct job keeps its kind in a byte");
 /* The mix drawn for traces without model names: the CNNs and transformers
  * above with their default batch sizes, uniformly. */
 #define N_MIX 12
@@ -450,6 +461,7 @@ struct job {
 	 * heap holds at most one event per job and start: far below 2^32). */
 	unsigned hpos;
 	unsigned char state, n_gpus;
+	unsigned char kind; /* kinds[] */
 	bool exclusive, at_peak, shared, crashed;
 };
 
@@ -1591,6 +1603,38 @@ static double offered_load(const struct colloc_trace *t, int n_gpus, double scal
 	return span > 0 ? work / (span * n_gpus) : 0;
 }
 
+/* One record per job of the run that just ended (colloc_sim_opts). */
+static int job_records(const struct sim *s, const struct colloc_trace *trace,
+		       struct colloc_sim_result *out)
+{
+	out->job_records = calloc(s->n_jobs + 1, sizeof(*out->job_records));
+	if (!out->job_records)
+		return -ENOMEM;
+	for (size_t j = 0; j < s->n_jobs; j++) {
+		const struct job *jb = &s->jobs[j];
+		struct colloc_sim_job_record *r = &out->job_records[j];
+
+		r->id = trace->jobs[j].id;
+		r->kind = kinds[jb->kind].name;
+		r->n_gpus = jb->n_gpus;
+		r->gpu_milli = jb->milli;
+		r->outcome = jb->state == J_DONE     ? COLLOC_SIM_DONE
+			     : jb->state == J_FAILED ? COLLOC_SIM_FAILED
+						     : COLLOC_SIM_LOST;
+		r->shared = jb->shared;
+		r->crashed = jb->crashed;
+		r->submit_s = (double)jb->submit_ms / 1000.0;
+		r->start_s = jb->first_start_ms >= 0 ? (double)jb->first_start_ms / 1000.0
+						     : -1;
+		r->end_s = jb->state == J_DONE ? (double)jb->end_ms / 1000.0 : -1;
+		r->alone_s = jb->full_ms / 1000.0;
+		r->need_bytes = jb->need;
+		r->true_bytes = jb->true_mem;
+	}
+	out->n_job_records = s->n_jobs;
+	return 0;
+}
+
 int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_cluster *c,
 		   const struct colloc_sim_opts *o, struct colloc_sim_result *out,
 		   struct colloc_diag *diag)
@@ -1686,6 +1730,7 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		jb->submit_ms = (int64_t)llround((double)tj->submit_ms * time_scale);
 		if (kind < 0)
 			kind = (int)(rng_next(&s.rng) % N_MIX);
+		jb->kind = (unsigned char)kind;
 		batch = batch_of(kind, tj->batch);
 		if ((rc = estimate_kind(&s, kind, batch, &est, &jb->act, &gtype, diag)))
 			goto out;
@@ -1840,6 +1885,10 @@ int colloc_sim_run(const struct colloc_trace *trace, const struct colloc_sim_clu
 		out->median_jct_all_s = pct(all, na, 0.5);
 		out->p99_jct_all_s = pct(all, na, 0.99);
 		free(all);
+		if (o->job_records && (rc = job_records(&s, trace, out))) {
+			(void)colloc_diag_set(diag, rc, "out of memory");
+			goto out;
+		}
 		out->oom_per_1k_jobs =
 			s.n_jobs ? (double)s.oom * 1000.0 / (double)s.n_jobs : 0;
 		out->jobs = s.n_jobs;

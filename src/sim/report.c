@@ -144,6 +144,39 @@ int colloc_sim_write_csv(FILE *f, const struct colloc_sim_result *r, int n)
 	return ferror(f) ? -EIO : 0;
 }
 
+int colloc_sim_write_job_log(FILE *f, const struct colloc_sim_result *r, uint64_t seed,
+			     bool header)
+{
+	if (header)
+		fprintf(f,
+			"policy,seed,job_id,kind,gpus,gpu_milli,submit_s,start_s,end_s,"
+			"wait_s,jct_s,alone_s,slowdown,outcome,shared,crashed,"
+			"need_bytes,true_bytes\n");
+	for (size_t k = 0; k < r->n_job_records; k++) {
+		const struct colloc_sim_job_record *j = &r->job_records[k];
+
+		fprintf(f, "%s,%llu,%llu,%s,%d,%d,%.3f,", colloc_policy_name(r->policy),
+			(unsigned long long)seed, (unsigned long long)j->id, j->kind,
+			j->n_gpus, j->gpu_milli, j->submit_s);
+		if (j->start_s >= 0)
+			fprintf(f, "%.3f,", j->start_s);
+		else
+			fputs(",", f);
+		if (j->end_s >= 0)
+			fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.4f,", j->end_s,
+				j->start_s - j->submit_s, j->end_s - j->submit_s,
+				j->alone_s,
+				j->alone_s > 0 ? (j->end_s - j->submit_s) / j->alone_s
+					       : 0);
+		else
+			fprintf(f, ",,,%.3f,,", j->alone_s);
+		fprintf(f, "%s,%d,%d,%llu,%llu\n", colloc_sim_outcome_name(j->outcome),
+			j->shared, j->crashed, (unsigned long long)j->need_bytes,
+			(unsigned long long)j->true_bytes);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
 static FILE *open_in(const char *dir, const char *name, char *path, size_t len)
 {
 	int w = snprintf(path, len, "%s/%s", dir, name);

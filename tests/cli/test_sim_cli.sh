@@ -93,6 +93,30 @@ else
 	pass=$((pass + 1))
 fi
 
+# --job-log: one row per job of every run, whose JCTs average to the
+# summary's mean JCT; nothing under the name when it cannot be written.
+"$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" --cluster 1x4xV100-32GB \
+	--policy exclusive,estimate-aware --seeds 1-2 --job-log "$tmp/jobs.csv" --csv >"$tmp/jl.csv" \
+	2>"$tmp/err" || bad "sim --job-log: $(cat "$tmp/err")"
+if [ "$(wc -l <"$tmp/jobs.csv")" -eq 201 ] && [ ! -e "$tmp/jobs.csv.tmp" ] &&
+	head -1 "$tmp/jobs.csv" | grep -q '^policy,seed,job_id,kind,gpus,gpu_milli,submit_s,start_s,end_s,wait_s,jct_s,alone_s,slowdown,outcome,'; then
+	pass=$((pass + 1))
+else
+	bad "sim --job-log: $(wc -l <"$tmp/jobs.csv") lines, header $(head -1 "$tmp/jobs.csv")"
+fi
+for p in exclusive estimate-aware; do
+	want=$(awk -F, -v p=$p '$1 == p && $2 == "mean" {print $7}' "$tmp/jl.csv")
+	got=$(awk -F, -v p=$p 'NR > 1 && $1 == p {s += $11; n++} END {printf "%.2f", s / n}' "$tmp/jobs.csv")
+	if awk -v a="$want" -v b="$got" 'BEGIN {d = a - b; exit !(d < 0.01 && d > -0.01)}'; then
+		pass=$((pass + 1))
+	else
+		bad "sim --job-log $p: mean JCT $got, the summary's $want"
+	fi
+done
+status 1 "--job-log unwritable" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
+	--cluster 1x4xV100-32GB --job-log "$tmp/no/such/dir/jobs.csv"
+if grep -q "cannot write" "$tmp/out"; then pass=$((pass + 1)); else bad "--job-log unwritable: $(cat "$tmp/out")"; fi
+
 status 2 "--seeds 5-1" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
 	--cluster 1x1xV100-32GB --seeds 5-1
 status 2 "--seeds 1-100" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
