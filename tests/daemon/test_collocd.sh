@@ -610,7 +610,11 @@ import socket, sys, time
 conns, closed = [], 0
 for k in range(100):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-    s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n"); conns.append(s)
+    # under load collocd may shut one before its request is sent: that
+    # is a connection shut (EPIPE here, found below), not an error
+    try: s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n")
+    except OSError: pass
+    conns.append(s)
 # collocd shuts the excess as it accepts them: under load (ASan, ctest -j2)
 # that takes a while, so look again until 60 are shut or 6 s have passed
 # (well before the 10 s request timeout would shut the rest as well)
