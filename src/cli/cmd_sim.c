@@ -797,6 +797,12 @@ int cmd_sim(int argc, char **argv)
 		snprintf(kind, sizeof(kind), "%.*s", (int)(colon - trace), trace);
 		trace = colon + 1;
 	}
+	if (fill && (job_log || plot_dir)) {
+		cli_error("--fill places pods and never runs them: %s is for the event "
+			  "simulator",
+			  job_log ? "--job-log" : "--plot");
+		return CLI_USAGE;
+	}
 	if (fill)
 		return run_fill(kind, trace, cluster, policies, to, &fo,
 				have_seeds ? seed_lo : so.seed,

@@ -157,6 +157,9 @@ printf 'sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,1024,8,B200\n' >"$tmp/b200.
 status 1 "unknown GPU model" "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" \
 	--cluster "alibaba:$tmp/b200.csv"
 if grep -q "GPU model 'B200'" "$tmp/out"; then pass=$((pass + 1)); else bad "unknown model message: $(cat "$tmp/out")"; fi
+status 2 "--fill --job-log" "$colloc" sim --fill --job-log "$tmp/fill.csv" \
+	--trace "alibaba2023:$traces/alibaba2023_default_head.csv" --cluster "alibaba:$tmp/nodes.csv"
+if grep -q "job-log is for the event simulator" "$tmp/out"; then pass=$((pass + 1)); else bad "--fill --job-log: $(cat "$tmp/out")"; fi
 status 2 "--fill without a node list" "$colloc" sim --fill \
 	--trace "alibaba2023:$traces/alibaba2023_default_head.csv" --cluster 1x1xV100-32GB
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,x,8,G2\n' >"$tmp/bad.csv"
