@@ -83,6 +83,64 @@ int cli_estimate_at(struct colloc_model *m, const struct cli_dims *d, int64_t ba
  * command line could fix it (a dim left unbound), else CLI_ERROR. */
 int cli_estimate_error(const char *model, int rc, const struct colloc_diag *diag);
 
+/*
+ * The training set-up of a MODEL beyond batch, optimizer, precision and
+ * loss, shared by `colloc estimate` and `colloc submit --model`
+ * (train_args.c): CLI_TRAIN_OPTIONS in a command's getopt_long table (it
+ * needs <getopt.h>), each option's code handed to cli_train_option(), which
+ * fills t's dims (--seq), model options and estimator options and returns 1
+ * for a code that is none of them, CLI_OK, or CLI_USAGE after printing
+ * why. cli_train_text() appends the options given, in a fixed order
+ * (" --seq 512 --trainable lora"), at buf + *pos; false when they do not fit.
+ */
+enum {
+	CLI_OPT_SEQ = 0x100, /* the first; codes no letter can take */
+	CLI_OPT_TRAINABLE,
+	CLI_OPT_LORA_RANK,
+	CLI_OPT_LORA_ALPHA,
+	CLI_OPT_LORA_TARGETS,
+	CLI_OPT_FREEZE,
+	CLI_OPT_CHECKPOINTING,
+	CLI_OPT_ATTENTION,
+	CLI_OPT_ARCHITECTURE,
+	CLI_OPT_NUM_LABELS,
+	CLI_OPT_KEEP_GRADS,
+	CLI_OPT_GRAD_ACCUM,
+	CLI_OPT_QUANT_BLOCK,
+	CLI_OPT_PARALLEL,
+};
+#define CLI_TRAIN_OPTIONS                                                             \
+	{"seq", required_argument, NULL, CLI_OPT_SEQ},                                \
+		{"trainable", required_argument, NULL, CLI_OPT_TRAINABLE},            \
+		{"lora-rank", required_argument, NULL, CLI_OPT_LORA_RANK},            \
+		{"lora-alpha", required_argument, NULL, CLI_OPT_LORA_ALPHA},          \
+		{"lora-targets", required_argument, NULL, CLI_OPT_LORA_TARGETS},      \
+		{"freeze", required_argument, NULL, CLI_OPT_FREEZE},                  \
+		{"gradient-checkpointing", no_argument, NULL, CLI_OPT_CHECKPOINTING}, \
+		{"attention", required_argument, NULL, CLI_OPT_ATTENTION},            \
+		{"architecture", required_argument, NULL, CLI_OPT_ARCHITECTURE},      \
+		{"num-labels", required_argument, NULL, CLI_OPT_NUM_LABELS},          \
+		{"keep-grads", no_argument, NULL, CLI_OPT_KEEP_GRADS},                \
+		{"grad-accum", required_argument, NULL, CLI_OPT_GRAD_ACCUM},          \
+		{"quant-block", required_argument, NULL, CLI_OPT_QUANT_BLOCK},        \
+	{                                                                             \
+		"parallel", required_argument, NULL, CLI_OPT_PARALLEL                 \
+	}
+struct cli_train {
+	struct cli_dims *dims;
+	struct colloc_model_opts *mo;
+	struct colloc_estimate_opts *eo;
+	unsigned given; /* bit (code - CLI_OPT_SEQ) of each option given */
+	const char *precision_name; /* "bf16", "fp16": half weights, or NULL */
+};
+int cli_train_option(struct cli_train *t, int code, const char *arg);
+/* --precision fp32|tf32|amp-fp16|amp-bf16 (autocast), or bf16|fp16: weights
+ * stored in half precision without autocast (hf: models); CLI_OK or
+ * CLI_USAGE after printing why. The name as given back: */
+int cli_train_precision(struct cli_train *t, const char *arg);
+const char *cli_train_precision_name(const struct cli_train *t);
+bool cli_train_text(const struct cli_train *t, char *buf, size_t len, size_t *pos);
+
 /* A number in [0, max] (no units); 0 or CLI_USAGE without printing. */
 int cli_parse_nonneg(const char *arg, double max, double *out);
 

@@ -629,22 +629,9 @@ int cmd_estimate(int argc, char **argv)
 		{"host-op-us", required_argument, NULL, 'H'},
 		{"input-on-gpu", no_argument, NULL, 'G'},
 		{"list-platforms", no_argument, NULL, 'l'},
-		{"seq", required_argument, NULL, 's'},
-		{"trainable", required_argument, NULL, 'T'},
-		{"lora-rank", required_argument, NULL, 'r'},
-		{"lora-alpha", required_argument, NULL, 'a'},
-		{"lora-targets", required_argument, NULL, 't'},
-		{"freeze", required_argument, NULL, 'F'},
-		{"gradient-checkpointing", no_argument, NULL, 'K'},
-		{"attention", required_argument, NULL, 'A'},
-		{"parallel", required_argument, NULL, 'R'},
 		{"max-seq", no_argument, NULL, 'Q'},
 		{"gpus", required_argument, NULL, 'N'},
-		{"quant-block", required_argument, NULL, 'B'},
-		{"keep-grads", no_argument, NULL, 'k'},
-		{"grad-accum", required_argument, NULL, 'U'},
-		{"architecture", required_argument, NULL, 'W'},
-		{"num-labels", required_argument, NULL, 'Y'},
+		CLI_TRAIN_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -655,12 +642,14 @@ int cmd_estimate(int argc, char **argv)
 	struct colloc_estimate e;
 	const char *platform = NULL, *calibrate = NULL, *out_path = NULL;
 	bool subtracted = false, have_loss = false;
+	struct cli_train tr;
 	uint64_t v;
 	int c, rc;
 
 	memset(&a, 0, sizeof(a));
 	colloc_estimate_opts_init(&a.opts);
 	colloc_perf_opts_init(&a.perf);
+	tr = (struct cli_train){&a.dims, &a.model_opts, &a.opts, 0, NULL};
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -678,66 +667,8 @@ int cmd_estimate(int argc, char **argv)
 				return CLI_USAGE;
 			break;
 		case 'p':
-			/* bf16 / fp16: weights stored in half precision, no
-			 * autocast (torch_dtype=..., plain training) */
-			if (strcmp(optarg, "bf16") == 0 || strcmp(optarg, "fp16") == 0) {
-				a.model_opts.weight_dtype = optarg[0] == 'b'
-								    ? COLLOC_DT_BFLOAT16
-								    : COLLOC_DT_FLOAT16;
-				a.opts.precision = COLLOC_PREC_FP32;
-				a.precision_name = optarg;
-				break;
-			}
-			a.model_opts.weight_dtype = 0;
-			a.precision_name = NULL;
-			if (cli_parse_precision(optarg, &a.opts))
+			if (cli_train_precision(&tr, optarg))
 				return CLI_USAGE;
-			break;
-		case 's':
-			if (cli_parse_seq(optarg, &a.dims))
-				return CLI_USAGE;
-			break;
-		case 'T':
-			if ((a.model_opts.trainable = colloc_trainable_parse(optarg)) <
-			    0) {
-				cli_error("--trainable wants all, none or lora, not '%s'",
-					  optarg);
-				return CLI_USAGE;
-			}
-			break;
-		case 'r':
-			if (colloc_parse_u64(optarg, 65536, &v) || v == 0) {
-				cli_error("--lora-rank wants 1..65536, not '%s'", optarg);
-				return CLI_USAGE;
-			}
-			a.model_opts.lora_rank = (int)v;
-			break;
-		case 'a':
-			if (cli_parse_nonneg(optarg, 1e6, &a.model_opts.lora_alpha)) {
-				cli_error(
-					"--lora-alpha wants a number from 0 to 1e6, not "
-					"'%s'",
-					optarg);
-				return CLI_USAGE;
-			}
-			break;
-		case 't':
-			a.model_opts.lora_targets = optarg;
-			break;
-		case 'F':
-			a.model_opts.freeze = optarg;
-			break;
-		case 'K':
-			a.model_opts.gradient_checkpointing = true;
-			break;
-		case 'A':
-			if ((a.model_opts.attention = colloc_attention_parse(optarg)) <
-			    0) {
-				cli_error("--attention wants eager, sdpa or flash, not "
-					  "'%s'",
-					  optarg);
-				return CLI_USAGE;
-			}
 			break;
 		case 'L':
 			if (cli_parse_loss(optarg, &a.opts))
@@ -788,47 +719,6 @@ int cmd_estimate(int argc, char **argv)
 		case 'Q':
 			a.max_seq = true;
 			break;
-		case 'R':
-			if ((a.opts.parallel = colloc_parallel_parse(optarg)) < 0) {
-				cli_error("--parallel wants none, ddp, zero1, zero2, "
-					  "zero3 or "
-					  "fsdp, not '%s'",
-					  optarg);
-				return CLI_USAGE;
-			}
-			break;
-		case 'B':
-			if (colloc_parse_u64(optarg, 1u << 30, &v) || v == 0) {
-				cli_error("--quant-block wants 1..%u elements, not '%s'",
-					  1u << 30, optarg);
-				return CLI_USAGE;
-			}
-			a.opts.quant_block_elems = (int)v;
-			break;
-		case 'W':
-			a.model_opts.architecture = optarg;
-			break;
-		case 'k':
-			a.opts.keep_grads = true;
-			break;
-		case 'U':
-			if (colloc_parse_u64(optarg, COLLOC_GRAD_ACCUM_MAX, &v) ||
-			    v == 0) {
-				cli_error("--grad-accum wants 1..%d micro-batches, not "
-					  "'%s'",
-					  COLLOC_GRAD_ACCUM_MAX, optarg);
-				return CLI_USAGE;
-			}
-			a.opts.grad_accum = (int)v;
-			break;
-		case 'Y':
-			if (colloc_parse_u64(optarg, 1u << 24, &v) || v == 0) {
-				cli_error("--num-labels wants 1..%u, not '%s'", 1u << 24,
-					  optarg);
-				return CLI_USAGE;
-			}
-			a.model_opts.num_labels = (int)v;
-			break;
 		case 'N':
 			if (colloc_parse_u64(optarg, COLLOC_MAX_GPUS, &v) || v == 0) {
 				cli_error("--gpus wants 1..%d, not '%s'", COLLOC_MAX_GPUS,
@@ -869,6 +759,11 @@ int cmd_estimate(int argc, char **argv)
 			fputs(estimate_usage_2, stdout);
 			return CLI_OK;
 		default:
+			if ((rc = cli_train_option(&tr, c, optarg)) != 1) {
+				if (rc)
+					return rc;
+				break;
+			}
 			cli_error("estimate: unknown or incomplete option '%s' (see "
 				  "`colloc "
 				  "estimate --help`)",
@@ -876,6 +771,7 @@ int cmd_estimate(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
+	a.precision_name = tr.precision_name;
 	if (calibrate) {
 		if (optind < argc) {
 			cli_error("estimate --calibrate takes the models from %s; drop "

@@ -49,14 +49,15 @@ static const char submit_usage[] =
 	"                     command in the same directory, else collocd's\n"
 	"                     default_mem)\n"
 	"  --model MODEL      instead of --mem: estimate the need from the model\n"
-	"                     (an .onnx file or a zoo name) as `colloc estimate`\n"
-	"                     does, and send its peak device memory and predicted\n"
-	"                     GPU utilization and SM activity; needs --batch\n"
+	"                     (an .onnx file, a zoo name or hf:CONFIG) as `colloc\n"
+	"                     estimate` does, and send its peak device memory and\n"
+	"                     predicted GPU utilization and SM activity; needs\n"
+	"                     --batch\n"
 	"    --batch N          batch size on one GPU (with --gpus N: per GPU)\n"
 	"    --dim NAME=VALUE   bind a named dim, e.g. --dim seq=128\n"
 	"    --optimizer NAME   sgd|momentum|adam|adamw|rmsprop|adagrad|adamw-loop|\n"
 	"                       adafactor|adam8bit|adamw8bit (adam)\n"
-	"    --precision NAME   fp32|tf32|amp-fp16|amp-bf16 (fp32)\n"
+	"    --precision NAME   fp32|tf32|amp-fp16|amp-bf16|bf16|fp16 (fp32)\n"
 	"    --loss NAME        cross-entropy|causal-lm|mse|none (cross-entropy)\n"
 	"    --safety point|bound  send the point estimate (default) or its upper\n"
 	"                       bound as the memory need (`colloc estimate --help`)\n"
@@ -64,6 +65,13 @@ static const char submit_usage[] =
 	"                       estimate and the utilization prediction (default:\n"
 	"                       built-in for memory; for utilization the profile\n"
 	"                       of collocd's GPU 0, else built-in)\n"
+	"    --seq N, --trainable all|none|lora, --lora-rank R, --lora-alpha A,\n"
+	"    --lora-targets LIST, --freeze PATTERNS, --gradient-checkpointing,\n"
+	"    --attention eager|sdpa|flash, --architecture CLASS, --num-labels N,\n"
+	"    --keep-grads, --grad-accum N, --quant-block N,\n"
+	"    --parallel ddp|zero1|zero2|zero3|fsdp (sharded over --gpus)\n"
+	"                       the training set-up, as `colloc estimate --help`\n"
+	"                       describes them\n"
 	"  --util U           how busy it keeps its GPU: a fraction 0..1 as in\n"
 	"                     collocd's config and API (0.4), or a percentage\n"
 	"                     (40%; a bare number above 1, such as 40, is read as\n"
@@ -110,6 +118,7 @@ struct submit_args {
 	struct cli_dims dims;
 	struct colloc_estimate_opts opts;
 	struct colloc_model_opts model_opts;
+	struct cli_train train; /* the training options given */
 	bool have_optimizer, have_precision, have_loss, have_safety;
 	uint64_t gpus, mem_bytes;
 	long long priority;
@@ -204,6 +213,9 @@ static int estimate_need(const struct submit_args *a, struct colloc_model **g,
 	int rc;
 
 	*g = NULL;
+	/* a data-parallel job's model is sharded over the job's GPUs */
+	if (opts.parallel != COLLOC_PAR_NONE)
+		opts.gpus = a->have_gpus ? (int)a->gpus : 1;
 	if ((rc = cli_platform_load(a->platform, &plat)))
 		return rc;
 	opts.platform = &plat;
@@ -359,7 +371,7 @@ static int model_text(const struct submit_args *a, char *buf, size_t len)
 			     colloc_optimizer_name(a->opts.optimizer));
 	if (ok && a->have_precision)
 		ok = appendf(buf, len, &pos, " --precision %s",
-			     colloc_precision_name(a->opts.precision));
+			     cli_train_precision_name(&a->train));
 	if (ok && a->have_loss)
 		ok = appendf(buf, len, &pos, " --loss %s",
 			     colloc_loss_name(a->opts.loss));
@@ -371,6 +383,8 @@ static int model_text(const struct submit_args *a, char *buf, size_t len)
 	for (size_t k = 0; ok && k < a->dims.n_dims; k++)
 		ok = appendf(buf, len, &pos, " --dim %s=%lld", a->dims.dims[k].name,
 			     (long long)a->dims.dims[k].value);
+	if (ok)
+		ok = cli_train_text(&a->train, buf, len, &pos);
 	if (!ok) {
 		cli_error("submit: the model arguments are longer than %zu bytes",
 			  len - 1);
@@ -426,13 +440,15 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{"array", required_argument, NULL, 'R'},
 		{"json", no_argument, NULL, 'j'},
 		{"socket", required_argument, NULL, 'S'},
+		CLI_TRAIN_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool model_opt = false;
 	char *end;
-	int c;
+	int c, rc;
 
+	a->train = (struct cli_train){&a->dims, &a->model_opts, &a->opts, 0, NULL};
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at CMD, whose own options are not ours. */
@@ -476,7 +492,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 			a->have_optimizer = model_opt = true;
 			break;
 		case 'p':
-			if (cli_parse_precision(optarg, &a->opts))
+			if (cli_train_precision(&a->train, optarg))
 				return CLI_USAGE;
 			a->have_precision = model_opt = true;
 			break;
@@ -552,6 +568,12 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 			fputs(submit_usage_more, stdout);
 			return -1;
 		default:
+			if ((rc = cli_train_option(&a->train, c, optarg)) != 1) {
+				if (rc)
+					return rc;
+				model_opt = true;
+				break;
+			}
 			cli_bad_option("submit", argv[optind - 1]);
 			return CLI_USAGE;
 		}
@@ -567,8 +589,9 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 	}
 	if (model_opt && !a->model) {
 		cli_error("submit: --batch, --dim, --optimizer, --precision, --loss, "
-			  "--safety and --platform describe a --model; give --model "
-			  "MODEL or --mem SIZE");
+			  "--safety, --platform and the training options (--seq, "
+			  "--trainable, ...) describe a --model; give --model MODEL or "
+			  "--mem SIZE");
 		return CLI_USAGE;
 	}
 	if (a->model && !a->dims.batch) {

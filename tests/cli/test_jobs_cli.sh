@@ -206,6 +206,30 @@ if upper=$("$colloc" estimate resnet18 --batch 4 --optimizer sgd --json 2>/dev/n
 		"$upper resnet18 --batch 4 --optimizer sgd --safety bound" \
 		"submit --model --safety bound: need is the estimate's upper bound"
 fi
+# The training options are estimate's (one parser): a LoRA set-up from a
+# config.json, and a ZeRO-3 job sharded over the job's --gpus.
+hf="hf:$COLLOC_DATA_DIR/hf/gpt2"
+if peak=$("$colloc" estimate "$hf" --batch 2 --seq 64 --trainable lora --lora-rank 4 \
+	--precision bf16 --gradient-checkpointing --keep-grads --json 2>/dev/null |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_device_bytes"])'); then
+	json_ok submit-model-lora "$colloc" submit --json --model "$hf" --batch 2 --seq 64 \
+		--trainable lora --lora-rank 4 --precision bf16 --gradient-checkpointing --keep-grads /bin/true
+	is "$(jq_py 'j["mem_need_bytes"], j["model"]')" \
+		"$peak $hf --batch 2 --precision bf16 --seq 64 --trainable lora --lora-rank 4 --gradient-checkpointing --keep-grads" \
+		"submit --model hf: with LoRA: need and model text as estimate's"
+else
+	bad "colloc estimate $hf --trainable lora failed"
+fi
+if peak=$("$colloc" estimate "$hf" --batch 2 --seq 64 --parallel zero3 --gpus 2 --json 2>/dev/null |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_device_bytes"])'); then
+	json_ok submit-model-zero3 "$colloc" submit --json --model "$hf" --batch 2 --seq 64 \
+		--parallel zero3 --gpus 2 /bin/true
+	is "$(jq_py 'j["mem_need_bytes"]')" "$peak" "submit --parallel zero3 --gpus 2: the per-GPU shard"
+else
+	bad "colloc estimate $hf --parallel zero3 failed"
+fi
+expect usage-submit-train-orphan 2 "training options" "$colloc" submit --trainable lora /bin/true
+expect usage-submit-lora-rank 2 "--lora-rank wants 1..65536" "$colloc" submit --model "$hf" --batch 1 --lora-rank 0 /bin/true
 
 # The utilization need: the graph's prediction (on the daemon's GPU 0's
 # profile: none matches a simulated GPU, so the built-in one), --util over
