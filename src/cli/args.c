@@ -14,6 +14,22 @@
 #include "colloc/estimate.h"
 #include "colloc/units.h"
 
+bool cli_appendf(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*pos >= len)
+		return false;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len - *pos)
+		return false;
+	*pos += (size_t)n;
+	return true;
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;

@@ -32,6 +32,10 @@ struct cli_dims {
 	size_t n_dims;
 };
 
+/* Append printf output to buf at *pos; false when it no longer fits. */
+bool cli_appendf(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Print "colloc: error: ..." to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -10,7 +10,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,51 +337,31 @@ static int predict_util(const struct submit_args *a, struct cli_client *c,
 	return CLI_OK;
 }
 
-/* Append printf output to buf at *pos; false when it no longer fits. */
-static bool appendf(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool appendf(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*pos >= len)
-		return false;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= len - *pos)
-		return false;
-	*pos += (size_t)n;
-	return true;
-}
-
 /* The model arguments as the history key and `show` see them, in a fixed
  * order: "resnet50 --batch 64 --optimizer adam --dim seq=128". */
 static int model_text(const struct submit_args *a, char *buf, size_t len)
 {
 	size_t pos = 0;
-	bool ok = appendf(buf, len, &pos, "%s --batch %lld", a->model,
-			  (long long)a->dims.batch);
+	bool ok = cli_appendf(buf, len, &pos, "%s --batch %lld", a->model,
+			      (long long)a->dims.batch);
 
 	if (ok && a->have_optimizer)
-		ok = appendf(buf, len, &pos, " --optimizer %s",
-			     colloc_optimizer_name(a->opts.optimizer));
+		ok = cli_appendf(buf, len, &pos, " --optimizer %s",
+				 colloc_optimizer_name(a->opts.optimizer));
 	if (ok && a->have_precision)
-		ok = appendf(buf, len, &pos, " --precision %s",
-			     cli_train_precision_name(&a->train));
+		ok = cli_appendf(buf, len, &pos, " --precision %s",
+				 cli_train_precision_name(&a->train));
 	if (ok && a->have_loss)
-		ok = appendf(buf, len, &pos, " --loss %s",
-			     colloc_loss_name(a->opts.loss));
+		ok = cli_appendf(buf, len, &pos, " --loss %s",
+				 colloc_loss_name(a->opts.loss));
 	if (ok && a->have_safety)
-		ok = appendf(buf, len, &pos, " --safety %s",
-			     colloc_safety_name(a->opts.safety));
+		ok = cli_appendf(buf, len, &pos, " --safety %s",
+				 colloc_safety_name(a->opts.safety));
 	if (ok && a->platform)
-		ok = appendf(buf, len, &pos, " --platform %s", a->platform);
+		ok = cli_appendf(buf, len, &pos, " --platform %s", a->platform);
 	for (size_t k = 0; ok && k < a->dims.n_dims; k++)
-		ok = appendf(buf, len, &pos, " --dim %s=%lld", a->dims.dims[k].name,
-			     (long long)a->dims.dims[k].value);
+		ok = cli_appendf(buf, len, &pos, " --dim %s=%lld", a->dims.dims[k].name,
+				 (long long)a->dims.dims[k].value);
 	if (ok)
 		ok = cli_train_text(&a->train, buf, len, &pos);
 	if (!ok) {

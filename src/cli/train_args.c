@@ -4,7 +4,6 @@
  * so that both commands accept the same options with the same checks, and
  * one writer, so that submit's history key names what was estimated.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,7 +43,8 @@ int cli_train_option(struct cli_train *t, int code, const char *arg)
 		break;
 	case CLI_OPT_LORA_ALPHA:
 		if (cli_parse_nonneg(arg, 1e6, &mo->lora_alpha)) {
-			cli_error("--lora-alpha wants a number from 0 to 1e6, not '%s'", arg);
+			cli_error("--lora-alpha wants a number from 0 to 1e6, not '%s'",
+				  arg);
 			return CLI_USAGE;
 		}
 		break;
@@ -59,7 +59,8 @@ int cli_train_option(struct cli_train *t, int code, const char *arg)
 		break;
 	case CLI_OPT_ATTENTION:
 		if ((mo->attention = colloc_attention_parse(arg)) < 0) {
-			cli_error("--attention wants eager, sdpa or flash, not '%s'", arg);
+			cli_error("--attention wants eager, sdpa or flash, not '%s'",
+				  arg);
 			return CLI_USAGE;
 		}
 		break;
@@ -86,15 +87,16 @@ int cli_train_option(struct cli_train *t, int code, const char *arg)
 		break;
 	case CLI_OPT_QUANT_BLOCK:
 		if (colloc_parse_u64(arg, 1u << 30, &v) || v == 0) {
-			cli_error("--quant-block wants 1..%u elements, not '%s'", 1u << 30,
-				  arg);
+			cli_error("--quant-block wants 1..%u elements, not '%s'",
+				  1u << 30, arg);
 			return CLI_USAGE;
 		}
 		eo->quant_block_elems = (int)v;
 		break;
 	case CLI_OPT_PARALLEL:
 		if ((eo->parallel = colloc_parallel_parse(arg)) < 0) {
-			cli_error("--parallel wants none, ddp, zero1, zero2, zero3 or fsdp, "
+			cli_error("--parallel wants none, ddp, zero1, zero2, zero3 or "
+				  "fsdp, "
 				  "not '%s'",
 				  arg);
 			return CLI_USAGE;
@@ -112,7 +114,8 @@ int cli_train_precision(struct cli_train *t, const char *arg)
 	/* bf16 / fp16: weights stored in half precision, no autocast
 	 * (torch_dtype=..., plain training) */
 	if (strcmp(arg, "bf16") == 0 || strcmp(arg, "fp16") == 0) {
-		t->mo->weight_dtype = arg[0] == 'b' ? COLLOC_DT_BFLOAT16 : COLLOC_DT_FLOAT16;
+		t->mo->weight_dtype =
+			arg[0] == 'b' ? COLLOC_DT_BFLOAT16 : COLLOC_DT_FLOAT16;
 		t->eo->precision = COLLOC_PREC_FP32;
 		t->precision_name = arg[0] == 'b' ? "bf16" : "fp16";
 		return CLI_OK;
@@ -124,31 +127,13 @@ int cli_train_precision(struct cli_train *t, const char *arg)
 
 const char *cli_train_precision_name(const struct cli_train *t)
 {
-	return t->precision_name ? t->precision_name : colloc_precision_name(t->eo->precision);
+	return t->precision_name ? t->precision_name
+				 : colloc_precision_name(t->eo->precision);
 }
 
 static bool has(const struct cli_train *t, int code)
 {
 	return t->given & 1u << (code - CLI_OPT_SEQ);
-}
-
-static bool put(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool put(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*pos >= len)
-		return false;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= len - *pos)
-		return false;
-	*pos += (size_t)n;
-	return true;
 }
 
 bool cli_train_text(const struct cli_train *t, char *buf, size_t len, size_t *pos)
@@ -158,32 +143,36 @@ bool cli_train_text(const struct cli_train *t, char *buf, size_t len, size_t *po
 	bool ok = true;
 
 	if (has(t, CLI_OPT_SEQ))
-		ok = put(buf, len, pos, " --seq %lld", (long long)t->dims->seq);
+		ok = cli_appendf(buf, len, pos, " --seq %lld", (long long)t->dims->seq);
 	if (ok && has(t, CLI_OPT_TRAINABLE))
-		ok = put(buf, len, pos, " --trainable %s", colloc_trainable_name(mo->trainable));
+		ok = cli_appendf(buf, len, pos, " --trainable %s",
+				 colloc_trainable_name(mo->trainable));
 	if (ok && has(t, CLI_OPT_LORA_RANK))
-		ok = put(buf, len, pos, " --lora-rank %d", mo->lora_rank);
+		ok = cli_appendf(buf, len, pos, " --lora-rank %d", mo->lora_rank);
 	if (ok && has(t, CLI_OPT_LORA_ALPHA))
-		ok = put(buf, len, pos, " --lora-alpha %g", mo->lora_alpha);
+		ok = cli_appendf(buf, len, pos, " --lora-alpha %g", mo->lora_alpha);
 	if (ok && has(t, CLI_OPT_LORA_TARGETS))
-		ok = put(buf, len, pos, " --lora-targets %s", mo->lora_targets);
+		ok = cli_appendf(buf, len, pos, " --lora-targets %s", mo->lora_targets);
 	if (ok && has(t, CLI_OPT_FREEZE))
-		ok = put(buf, len, pos, " --freeze %s", mo->freeze);
+		ok = cli_appendf(buf, len, pos, " --freeze %s", mo->freeze);
 	if (ok && has(t, CLI_OPT_CHECKPOINTING))
-		ok = put(buf, len, pos, " --gradient-checkpointing");
+		ok = cli_appendf(buf, len, pos, " --gradient-checkpointing");
 	if (ok && has(t, CLI_OPT_ATTENTION))
-		ok = put(buf, len, pos, " --attention %s", colloc_attention_name(mo->attention));
+		ok = cli_appendf(buf, len, pos, " --attention %s",
+				 colloc_attention_name(mo->attention));
 	if (ok && has(t, CLI_OPT_ARCHITECTURE))
-		ok = put(buf, len, pos, " --architecture %s", mo->architecture);
+		ok = cli_appendf(buf, len, pos, " --architecture %s", mo->architecture);
 	if (ok && has(t, CLI_OPT_NUM_LABELS))
-		ok = put(buf, len, pos, " --num-labels %d", mo->num_labels);
+		ok = cli_appendf(buf, len, pos, " --num-labels %d", mo->num_labels);
 	if (ok && has(t, CLI_OPT_KEEP_GRADS))
-		ok = put(buf, len, pos, " --keep-grads");
+		ok = cli_appendf(buf, len, pos, " --keep-grads");
 	if (ok && has(t, CLI_OPT_GRAD_ACCUM))
-		ok = put(buf, len, pos, " --grad-accum %d", eo->grad_accum);
+		ok = cli_appendf(buf, len, pos, " --grad-accum %d", eo->grad_accum);
 	if (ok && has(t, CLI_OPT_QUANT_BLOCK))
-		ok = put(buf, len, pos, " --quant-block %d", eo->quant_block_elems);
+		ok = cli_appendf(buf, len, pos, " --quant-block %d",
+				 eo->quant_block_elems);
 	if (ok && has(t, CLI_OPT_PARALLEL))
-		ok = put(buf, len, pos, " --parallel %s", colloc_parallel_name(eo->parallel));
+		ok = cli_appendf(buf, len, pos, " --parallel %s",
+				 colloc_parallel_name(eo->parallel));
 	return ok;
 }
