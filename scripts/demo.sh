@@ -57,13 +57,21 @@ done
 
 echo "collocd on a simulated server of 4 x 40 GiB GPUs, twice: $POLICIES"
 n=0
-# Columns: name gpus need util mem ramp duration (see data/workloads/README.md).
+# Columns: name gpus need util mem ramp duration [model...] (see
+# data/workloads/README.md); need "estimate": `--model` with the rest.
 grep -v '^[[:space:]]*\(#\|$\)' "$WORKLOAD" >"$T/jobs"
-while read -r name gpus need util mem ramp duration; do
+while read -r name gpus need util mem ramp duration model; do
 	n=$((n + 1))
+	if [ "$need" = estimate ]; then
+		[ -n "$model" ] || { echo "demo.sh: $name: need 'estimate' without a model" >&2; exit 2; }
+		# shellcheck disable=SC2086 # the model's arguments, split
+		set -- --model $model
+	else
+		set -- --mem "$need"
+	fi
 	for p in $POLICIES; do
 		"$B/colloc" --socket "$T/$p.sock" submit --name "$name" --gpus "$gpus" \
-			--mem "$need" --util "$util" -- "$B/colloc-simjob" --mem "$mem" \
+			"$@" --util "$util" -- "$B/colloc-simjob" --mem "$mem" \
 			--ramp "$ramp" --duration "$duration" --util "$util" >>"$T/$p.ids"
 	done
 done <"$T/jobs"
