@@ -21,6 +21,17 @@ static inline struct colloc__graph_priv *colloc__priv(const struct colloc_graph 
 	return (struct colloc__graph_priv *)g->priv_;
 }
 
+/* The graph of an ONNX model message built in memory (the hf: builder),
+ * exactly as colloc_onnx_load_buffer() would load the message packed: the
+ * same conversion and limits, without the wire format in between. mp is
+ * only read; limits NULL = the defaults. */
+struct Onnx__ModelProto;
+struct colloc_onnx_limits;
+struct colloc_diag;
+int colloc__onnx_load_model(const struct Onnx__ModelProto *mp,
+			    const struct colloc_onnx_limits *limits,
+			    struct colloc_graph **out, struct colloc_diag *diag);
+
 /* Classify initializers into parameters, buffers and constants. */
 void colloc__graph_classify_params(struct colloc_graph *g);
 

@@ -923,13 +923,83 @@ static const char *foreign_format(const uint8_t *b, size_t n, const uint8_t *t, 
 	"do_constant_folding=False, dynamic_axes={\"input\": {0: \"batch\"}}) (README, " \
 	"\"Exporting your own model\")"
 
-int colloc_onnx_load_buffer(const void *buf, size_t len,
-			    const struct colloc_onnx_limits *limits,
-			    struct colloc_graph **out, struct colloc_diag *diag)
+/* The graph of mp, a model message (unpacked or built in memory), under
+ * L's limits; mp is only read. */
+static int load_model(struct loader *L, const Onnx__ModelProto *mp,
+		      struct colloc_graph **out)
 {
 	struct colloc__arena arena;
 	struct colloc__graph_priv *priv;
 	struct colloc_graph *g;
+	int rc;
+
+	if (!mp->graph)
+		return colloc_diag_set(L->diag, COLLOC_EFORMAT,
+				       "ONNX model has no graph");
+	colloc__arena_init(&arena, 0);
+	L->arena = &arena;
+	g = colloc__arena_alloc(&arena, sizeof(*g));
+	if (!g) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = convert_graph(L, mp->graph, 0, NULL, g);
+	if (rc)
+		goto fail;
+	priv = colloc__priv(g);
+	priv->root = true;
+	colloc__arena_init(&priv->scratch, 0);
+	g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+	for (size_t k = 0; k < mp->n_opset_import; k++) {
+		const char *dom = mp->opset_import[k]->domain;
+
+		if ((!dom || !dom[0] || strcmp(dom, "ai.onnx") == 0) &&
+		    mp->opset_import[k]->has_version)
+			g->opset = mp->opset_import[k]->version;
+	}
+	{
+		char prod[160];
+
+		snprintf(prod, sizeof(prod), "%.60s%s%.60s",
+			 mp->producer_name ? mp->producer_name : "",
+			 mp->producer_version && mp->producer_version[0] ? " " : "",
+			 mp->producer_version ? mp->producer_version : "");
+		g->producer = colloc__arena_strdup(&arena, prod);
+		if (!g->producer) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	/* The arena struct was copied into priv only now that g exists. */
+	priv->arena = arena;
+	L->arena = NULL; /* this frame's arena: L outlives it */
+	*out = g;
+	return 0;
+
+fail:
+	colloc__arena_fini(&arena);
+	L->arena = NULL;
+	if (rc == -ENOMEM)
+		colloc_diag_printf(L->diag, "out of memory while loading the model");
+	return rc;
+}
+
+int colloc__onnx_load_model(const Onnx__ModelProto *mp,
+			    const struct colloc_onnx_limits *limits,
+			    struct colloc_graph **out, struct colloc_diag *diag)
+{
+	struct loader L;
+
+	*out = NULL;
+	fill_limits(&L.lim, limits);
+	L.diag = diag;
+	return load_model(&L, mp, out);
+}
+
+int colloc_onnx_load_buffer(const void *buf, size_t len,
+			    const struct colloc_onnx_limits *limits,
+			    struct colloc_graph **out, struct colloc_diag *diag)
+{
 	Onnx__ModelProto *mp;
 	struct loader L;
 	const char *what;
@@ -962,56 +1032,8 @@ int colloc_onnx_load_buffer(const void *buf, size_t len,
 	if (!mp)
 		return colloc_diag_set(diag, COLLOC_EFORMAT,
 				       "not an ONNX model (protobuf decoding failed)");
-	if (!mp->graph) {
-		onnx__model_proto__free_unpacked(mp, NULL);
-		return colloc_diag_set(diag, COLLOC_EFORMAT, "ONNX model has no graph");
-	}
-
-	colloc__arena_init(&arena, 0);
-	L.arena = &arena;
-	g = colloc__arena_alloc(&arena, sizeof(*g));
-	if (!g) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	rc = convert_graph(&L, mp->graph, 0, NULL, g);
-	if (rc)
-		goto fail;
-	priv = colloc__priv(g);
-	priv->root = true;
-	colloc__arena_init(&priv->scratch, 0);
-	g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
-	for (size_t k = 0; k < mp->n_opset_import; k++) {
-		const char *dom = mp->opset_import[k]->domain;
-
-		if ((!dom || !dom[0] || strcmp(dom, "ai.onnx") == 0) &&
-		    mp->opset_import[k]->has_version)
-			g->opset = mp->opset_import[k]->version;
-	}
-	{
-		char prod[160];
-
-		snprintf(prod, sizeof(prod), "%.60s%s%.60s",
-			 mp->producer_name ? mp->producer_name : "",
-			 mp->producer_version && mp->producer_version[0] ? " " : "",
-			 mp->producer_version ? mp->producer_version : "");
-		g->producer = colloc__arena_strdup(&arena, prod);
-		if (!g->producer) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-	}
+	rc = load_model(&L, mp, out);
 	onnx__model_proto__free_unpacked(mp, NULL);
-	/* The arena struct was copied into priv only now that g exists. */
-	priv->arena = arena;
-	*out = g;
-	return 0;
-
-fail:
-	onnx__model_proto__free_unpacked(mp, NULL);
-	colloc__arena_fini(&arena);
-	if (rc == -ENOMEM)
-		colloc_diag_printf(diag, "out of memory while loading the model");
 	return rc;
 }
 
