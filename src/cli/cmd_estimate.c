@@ -116,7 +116,7 @@ struct est_args {
 	struct colloc_estimate_opts opts;
 	struct colloc_perf_opts perf;
 	struct colloc_platform plat;
-	const char *precision_name; /* bf16 / fp16 (pure half weights) */
+	struct cli_train train; /* the training options given (train_args.c) */
 	bool have_plat, json, explain, max_batch, max_seq;
 };
 
@@ -219,7 +219,7 @@ int cli_perf_at(struct colloc_graph *g, int64_t batch,
 static bool model_described(const struct colloc_model *m, const struct est_args *a)
 {
 	return m->source == COLLOC_MODEL_HF || m->frozen_params > 0 ||
-	       a->precision_name || a->model_opts.trainable != COLLOC_TRAIN_ALL ||
+	       a->train.precision_name || a->model_opts.trainable != COLLOC_TRAIN_ALL ||
 	       a->dims.seq > 0;
 }
 
@@ -277,10 +277,7 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 	cJSON_AddStringToObject(r, "model", model);
 	cJSON_AddItemToObject(r, "batch", cli_json_i64(batch));
 	cJSON_AddStringToObject(r, "optimizer", colloc_optimizer_name(a->opts.optimizer));
-	cJSON_AddStringToObject(r, "precision",
-				a->precision_name
-					? a->precision_name
-					: colloc_precision_name(a->opts.precision));
+	cJSON_AddStringToObject(r, "precision", cli_train_precision_name(&a->train));
 	cJSON_AddStringToObject(r, "loss", colloc_loss_name(a->opts.loss));
 	cJSON_AddStringToObject(r, "platform", a->opts.platform->name);
 	cJSON_AddItemToObject(r, "peak_allocated_bytes",
@@ -397,9 +394,8 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 
 	printf("model %s, batch %lld, %s, %s, loss %s, platform %s\n", model,
 	       (long long)batch, colloc_optimizer_name(a->opts.optimizer),
-	       a->precision_name ? a->precision_name
-				 : colloc_precision_name(a->opts.precision),
-	       colloc_loss_name(a->opts.loss), a->opts.platform->name);
+	       cli_train_precision_name(&a->train), colloc_loss_name(a->opts.loss),
+	       a->opts.platform->name);
 	if (a->opts.keep_grads || a->opts.grad_accum > 1) {
 		printf("gradients       %s",
 		       a->opts.keep_grads ? "zeroed in place (set_to_none=False)"
@@ -642,14 +638,13 @@ int cmd_estimate(int argc, char **argv)
 	struct colloc_estimate e;
 	const char *platform = NULL, *calibrate = NULL, *out_path = NULL;
 	bool subtracted = false, have_loss = false;
-	struct cli_train tr;
 	uint64_t v;
 	int c, rc;
 
 	memset(&a, 0, sizeof(a));
 	colloc_estimate_opts_init(&a.opts);
 	colloc_perf_opts_init(&a.perf);
-	tr = (struct cli_train){&a.dims, &a.model_opts, &a.opts, 0, NULL};
+	a.train = (struct cli_train){&a.dims, &a.model_opts, &a.opts, 0, NULL};
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -667,7 +662,7 @@ int cmd_estimate(int argc, char **argv)
 				return CLI_USAGE;
 			break;
 		case 'p':
-			if (cli_train_precision(&tr, optarg))
+			if (cli_train_precision(&a.train, optarg))
 				return CLI_USAGE;
 			break;
 		case 'L':
@@ -759,7 +754,7 @@ int cmd_estimate(int argc, char **argv)
 			fputs(estimate_usage_2, stdout);
 			return CLI_OK;
 		default:
-			if ((rc = cli_train_option(&tr, c, optarg)) != 1) {
+			if ((rc = cli_train_option(&a.train, c, optarg)) != 1) {
 				if (rc)
 					return rc;
 				break;
@@ -771,7 +766,6 @@ int cmd_estimate(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	a.precision_name = tr.precision_name;
 	if (calibrate) {
 		if (optind < argc) {
 			cli_error("estimate --calibrate takes the models from %s; drop "
