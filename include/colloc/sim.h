@@ -258,6 +258,8 @@ struct colloc_sim_result {
 };
 
 void colloc_sim_result_fini(struct colloc_sim_result *r);
+/* Free r's job records (once written, say) and keep the rest of r. */
+void colloc_sim_result_drop_job_records(struct colloc_sim_result *r);
 
 /*
  * Simulate trace on cluster c with opts. Returns 0, or a negative code

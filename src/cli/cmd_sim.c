@@ -874,9 +874,7 @@ int cmd_sim(int argc, char **argv)
 				goto done;
 			}
 			/* written: the records need not outlive the run */
-			free(r->job_records);
-			r->job_records = NULL;
-			r->n_job_records = 0;
+			colloc_sim_result_drop_job_records(r);
 		}
 	if (log) {
 		rc = close_job_log(job_log, log_tmp, log);

@@ -298,8 +298,13 @@ void colloc_sim_result_fini(struct colloc_sim_result *r)
 	free(r->series_t_s);
 	free(r->series_util);
 	free(r->jct_s);
-	free(r->job_records);
 	r->series_t_s = r->series_util = r->jct_s = NULL;
+	colloc_sim_result_drop_job_records(r);
+}
+
+void colloc_sim_result_drop_job_records(struct colloc_sim_result *r)
+{
+	free(r->job_records);
 	r->job_records = NULL;
 	r->n_job_records = 0;
 }
