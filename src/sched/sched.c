@@ -993,10 +993,12 @@ static void tree_leaf(struct pass *p, int b)
 
 		if (v == HUGE_VAL)
 			continue;
-		if (v < 0) {
+		if (w->jobs == 0) {
 			s->gc_empty++;
 			continue;
 		}
+		/* a busy GPU's key is its jobs' predicted activity, which odd
+		 * input may make negative: in its class all the same */
 		c = (w->jobs < GATE_CLASSES ? w->jobs : GATE_CLASSES) - 1;
 		for (k = 0; k < COLLOC_SCHED_MAX_GPUS && s->gc_key[c][k] <= v; k++)
 			;
@@ -1036,6 +1038,20 @@ static bool gate_count(const struct pass *p, const struct summ *s,
 	return have >= n;
 }
 
+/* Whether some busy GPU below s may let j in under the soft bound: the
+ * busy part of gate_count() for one GPU (gc_key holds where every node is
+ * a bucket). */
+static bool busy_may_admit(const struct pass *p, const struct summ *s,
+			   const struct colloc_sched_job *j)
+{
+	for (int c = 0; c < GATE_CLASSES; c++)
+		if (s->gc_key[c][0] != HUGE_VAL &&
+		    s->gc_key[c][0] + j->util_pred <=
+			    soft_bound(p, s->gc_avail[c], c + 1) + 1e-9)
+			return true;
+	return false;
+}
+
 /* Bucket b changed: its leaf, its ancestors. */
 static void tree_update(struct pass *p, int b)
 {
@@ -1070,6 +1086,12 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 	if (by_request(cfg) && s->max_share[c] < share_of(q->j->gpu_milli))
 		return false;
 	if (c == 1 && ea_gated(cfg) && min_key + q->j->util_pred > sub_bound(p, s) + 1e-9)
+		return false;
+	/* Under the soft bound, also per class of busy GPUs: the class's least
+	 * activity against its most permissive bound (that of its earliest
+	 * end). The two tests are apart, so each is a necessary condition. */
+	if (c == 1 && ea_gated(cfg) && p->cur.soft && p->nodes_are_buckets &&
+	    !busy_may_admit(p, s, q->j))
 		return false;
 	switch (cfg->policy) {
 	case COLLOC_POLICY_ROUND_ROBIN: {
