@@ -181,18 +181,20 @@ struct colloc_sched_config {
 	 * headroom always gate. false: the bound gates every job, and a job
 	 * beyond it waits. */
 	bool util_soft;
-	/* estimate-aware with util_soft, off by default (docs/simulator.md,
-	 * "Counting the queue in front"): W is at least the GPU-time (GPUs x
-	 * walltime) of the jobs before the job in the queue that this pass
-	 * cannot start either, over the cluster's GPUs -- the wait first come,
-	 * first served would give it; and a job whose combined predicted
+	/* estimate-aware with util_soft, on by default (docs/simulator.md,
+	 * "Counting the queue in front"): a one-GPU job's W is at least the
+	 * GPU-time (GPUs x walltime) of the jobs before it in the queue that
+	 * this pass cannot start either, over the cluster's GPUs -- the wait
+	 * first come, first served would give it (a job on several GPUs keeps
+	 * its own W); and a job whose combined predicted
 	 * activity would pass util_bound on a GPU reserved for the queue's
 	 * head (EASY) keeps off it even if it ends in time, since it would
 	 * slow the jobs whose ends the reservation was computed from. */
 	bool queue_wait;
 };
 
-/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0 (soft: util_soft),
+/* Defaults: estimate-aware, 512 MiB headroom, bound 1.0 (soft: util_soft,
+ * counting the queue in front: queue_wait),
  * backfill on with the starvation rule, 30 minutes before a waiting job
  * stops backfilling. */
 void colloc_sched_config_init(struct colloc_sched_config *cfg);

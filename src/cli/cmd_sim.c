@@ -57,8 +57,10 @@ static const char sim_usage[] =
 	"                      job goes beyond it where sharing costs it less than\n"
 	"                      waiting for empty GPUs (walltime x (A - 1) < wait)\n"
 	"  --soft-bound        the default bound, named (as collocd's util_bound_soft)\n"
-	"  --queue-wait        soft bound: count the queue in front in the wait\n"
-	"                      (collocd's queue_wait; docs/simulator.md)\n"
+	"  --no-queue-wait     soft bound: the wait a one-GPU job compares sharing\n"
+	"                      with is its own (until GPUs that fit it empty), not\n"
+	"                      the queue in front (--queue-wait, the default;\n"
+	"                      collocd's queue_wait; docs/simulator.md)\n"
 	"  --backfill RULE     easy (EASY backfill: a reservation for the queue head,\n"
 	"                      the default), starve (hold the line after 30 min, as\n"
 	"                      collocd) or off (strict queue order)\n"
@@ -598,6 +600,7 @@ int cmd_sim(int argc, char **argv)
 		{"soft-bound", no_argument, NULL, 'W'},
 		{"hard-bound", no_argument, NULL, 'D'},
 		{"queue-wait", no_argument, NULL, 'Q'},
+		{"no-queue-wait", no_argument, NULL, 'q'},
 		{"fill", no_argument, NULL, 'F'},
 		{"job-log", required_argument, NULL, 'J'},
 		{"fill-to", required_argument, NULL, 'T'},
@@ -730,6 +733,9 @@ int cmd_sim(int argc, char **argv)
 			break;
 		case 'Q':
 			so.sched.queue_wait = true;
+			break;
+		case 'q':
+			so.sched.queue_wait = false;
 			break;
 		case 'L': {
 			char *end;

@@ -78,6 +78,7 @@ void colloc_sched_config_init(struct colloc_sched_config *cfg)
 	cfg->backfill_rule = COLLOC_BACKFILL_STARVE;
 	cfg->starve_ms = (int64_t)30 * 60 * 1000;
 	cfg->util_soft = true;
+	cfg->queue_wait = true;
 }
 
 uint64_t colloc_sched_reserved_bytes(uint64_t need_bytes, uint64_t used_bytes,
@@ -1493,10 +1494,13 @@ static struct jbound job_bound(struct pass *p, const struct colloc_sched_job *j)
 		return r;
 	}
 	w = (double)(best > p->now ? best - p->now : 0);
-	/* queue_wait: first come, first served, j waits at least until the
-	 * cluster has done the work of the jobs before it that cannot start
-	 * either. */
-	if (cfg->queue_wait && p->ahead_ms / (double)p->n > w)
+	/* queue_wait: first come, first served, a one-GPU job waits at least
+	 * until the cluster has done the work of the jobs before it that
+	 * cannot start either. Not a wider job: sharing k GPUs to skip that
+	 * wait slows k GPUs' jobs and takes room on the nodes that the wide
+	 * jobs in front wait to find empty (docs/simulator.md, "Counting the
+	 * queue in front"). */
+	if (cfg->queue_wait && n == 1 && p->ahead_ms / (double)p->n > w)
 		w = p->ahead_ms / (double)p->n;
 	if (w <= 0)
 		return r; /* GPUs run nothing now: no reason to share past it */

@@ -74,21 +74,24 @@ for p in random,bestfit fgd,request,estimate-aware,exclusive; do
 	same_but_wall "$tmp/f1.json" "$tmp/f2.json" "fill $p"
 done
 
-# --queue-wait reaches the core (on one 4-GPU node the 50 jobs queue, and
-# counting the queue in front changes estimate-aware's decisions) and is
-# deterministic too.
+# --no-queue-wait reaches the core (on one 4-GPU node the 50 jobs queue, and
+# counting the queue in front, the default, changes estimate-aware's
+# decisions), --queue-wait names the default, and both are deterministic.
 for k in 1 2; do
 	"$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" --cluster 1x4xV100-32GB \
-		--policy estimate-aware --queue-wait --json >"$tmp/q$k.json" 2>"$tmp/err" ||
-		bad "sim --queue-wait: $(cat "$tmp/err")"
+		--policy estimate-aware --no-queue-wait --json >"$tmp/q$k.json" 2>"$tmp/err" ||
+		bad "sim --no-queue-wait: $(cat "$tmp/err")"
 done
-same_but_wall "$tmp/q1.json" "$tmp/q2.json" "sim --queue-wait"
+same_but_wall "$tmp/q1.json" "$tmp/q2.json" "sim --no-queue-wait"
 "$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" --cluster 1x4xV100-32GB \
 	--policy estimate-aware --json >"$tmp/q0.json"
+"$colloc" sim --trace "philly:$traces/philly_trace1_head.csv" --cluster 1x4xV100-32GB \
+	--policy estimate-aware --queue-wait --json >"$tmp/q3.json"
+same_but_wall "$tmp/q0.json" "$tmp/q3.json" "sim --queue-wait (the default)"
 sed 's/"sim_wall_s":[-0-9.e+]*//' "$tmp/q0.json" >"$tmp/q0.n"
 sed 's/"sim_wall_s":[-0-9.e+]*//' "$tmp/q1.json" >"$tmp/q1.n"
 if cmp -s "$tmp/q0.n" "$tmp/q1.n"; then
-	bad "sim --queue-wait decides as the default on a queue"
+	bad "sim --no-queue-wait decides as the default on a queue"
 else
 	pass=$((pass + 1))
 fi
