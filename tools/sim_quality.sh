@@ -15,7 +15,7 @@
 # seeds 6-10. Prints one line per cell (trace-load, strongest other policy,
 # the three ratios, mean JCT against exclusive, yes/NO) and the count that
 # meets the bar; runs two simulations at a time. Example:
-#   tools/sim_quality.sh -- --queue-wait
+#   tools/sim_quality.sh -- --no-queue-wait
 set -eu
 cd "$(dirname "$0")/.."
 held=no
