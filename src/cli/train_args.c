@@ -4,6 +4,7 @@
  * so that both commands accept the same options with the same checks, and
  * one writer, so that submit's history key names what was estimated.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,43 +137,56 @@ static bool has(const struct cli_train *t, int code)
 	return t->given & 1u << (code - CLI_OPT_SEQ);
 }
 
-bool cli_train_text(const struct cli_train *t, char *buf, size_t len, size_t *pos)
+/* The value of option code as the history key writes it after the name
+ * (nothing for a flag). */
+static bool append_value(const struct cli_train *t, int code, char *buf, size_t len,
+			 size_t *pos)
 {
 	const struct colloc_model_opts *mo = t->mo;
 	const struct colloc_estimate_opts *eo = t->eo;
+
+	switch (code) {
+	case CLI_OPT_SEQ:
+		return cli_appendf(buf, len, pos, " %lld", (long long)t->dims->seq);
+	case CLI_OPT_TRAINABLE:
+		return cli_appendf(buf, len, pos, " %s",
+				   colloc_trainable_name(mo->trainable));
+	case CLI_OPT_LORA_RANK:
+		return cli_appendf(buf, len, pos, " %d", mo->lora_rank);
+	case CLI_OPT_LORA_ALPHA:
+		return cli_appendf(buf, len, pos, " %g", mo->lora_alpha);
+	case CLI_OPT_LORA_TARGETS:
+		return cli_appendf(buf, len, pos, " %s", mo->lora_targets);
+	case CLI_OPT_FREEZE:
+		return cli_appendf(buf, len, pos, " %s", mo->freeze);
+	case CLI_OPT_ATTENTION:
+		return cli_appendf(buf, len, pos, " %s",
+				   colloc_attention_name(mo->attention));
+	case CLI_OPT_ARCHITECTURE:
+		return cli_appendf(buf, len, pos, " %s", mo->architecture);
+	case CLI_OPT_NUM_LABELS:
+		return cli_appendf(buf, len, pos, " %d", mo->num_labels);
+	case CLI_OPT_GRAD_ACCUM:
+		return cli_appendf(buf, len, pos, " %d", eo->grad_accum);
+	case CLI_OPT_QUANT_BLOCK:
+		return cli_appendf(buf, len, pos, " %d", eo->quant_block_elems);
+	case CLI_OPT_PARALLEL:
+		return cli_appendf(buf, len, pos, " %s",
+				   colloc_parallel_name(eo->parallel));
+	default:
+		return true; /* --gradient-checkpointing, --keep-grads */
+	}
+}
+
+bool cli_train_text(const struct cli_train *t, char *buf, size_t len, size_t *pos)
+{
+	/* the names and their order: the getopt table itself */
+	static const struct option opts[] = {CLI_TRAIN_OPTIONS};
 	bool ok = true;
 
-	if (has(t, CLI_OPT_SEQ))
-		ok = cli_appendf(buf, len, pos, " --seq %lld", (long long)t->dims->seq);
-	if (ok && has(t, CLI_OPT_TRAINABLE))
-		ok = cli_appendf(buf, len, pos, " --trainable %s",
-				 colloc_trainable_name(mo->trainable));
-	if (ok && has(t, CLI_OPT_LORA_RANK))
-		ok = cli_appendf(buf, len, pos, " --lora-rank %d", mo->lora_rank);
-	if (ok && has(t, CLI_OPT_LORA_ALPHA))
-		ok = cli_appendf(buf, len, pos, " --lora-alpha %g", mo->lora_alpha);
-	if (ok && has(t, CLI_OPT_LORA_TARGETS))
-		ok = cli_appendf(buf, len, pos, " --lora-targets %s", mo->lora_targets);
-	if (ok && has(t, CLI_OPT_FREEZE))
-		ok = cli_appendf(buf, len, pos, " --freeze %s", mo->freeze);
-	if (ok && has(t, CLI_OPT_CHECKPOINTING))
-		ok = cli_appendf(buf, len, pos, " --gradient-checkpointing");
-	if (ok && has(t, CLI_OPT_ATTENTION))
-		ok = cli_appendf(buf, len, pos, " --attention %s",
-				 colloc_attention_name(mo->attention));
-	if (ok && has(t, CLI_OPT_ARCHITECTURE))
-		ok = cli_appendf(buf, len, pos, " --architecture %s", mo->architecture);
-	if (ok && has(t, CLI_OPT_NUM_LABELS))
-		ok = cli_appendf(buf, len, pos, " --num-labels %d", mo->num_labels);
-	if (ok && has(t, CLI_OPT_KEEP_GRADS))
-		ok = cli_appendf(buf, len, pos, " --keep-grads");
-	if (ok && has(t, CLI_OPT_GRAD_ACCUM))
-		ok = cli_appendf(buf, len, pos, " --grad-accum %d", eo->grad_accum);
-	if (ok && has(t, CLI_OPT_QUANT_BLOCK))
-		ok = cli_appendf(buf, len, pos, " --quant-block %d",
-				 eo->quant_block_elems);
-	if (ok && has(t, CLI_OPT_PARALLEL))
-		ok = cli_appendf(buf, len, pos, " --parallel %s",
-				 colloc_parallel_name(eo->parallel));
+	for (size_t k = 0; ok && k < sizeof(opts) / sizeof(opts[0]); k++)
+		if (has(t, opts[k].val))
+			ok = cli_appendf(buf, len, pos, " --%s", opts[k].name) &&
+			     append_value(t, opts[k].val, buf, len, pos);
 	return ok;
 }
