@@ -73,9 +73,18 @@ if [ -z "$peak_mib" ]; then
 fi
 
 mkdir -p "$(dirname "$history")" 2>/dev/null
+header="job_id,node,user,model,batch,optimizer,precision,dims,estimate_bytes,peak_bytes"
 if [ ! -s "$history" ]; then
-	echo "job_id,node,user,model,batch,optimizer,precision,dims,estimate_bytes,peak_bytes" \
-		>>"$history" || exit 0
+	# Jobs ending together must not both write the header: the file is
+	# made with its header inside by ln, which only one of them can do
+	# (atomic, also on NFS); the others find it there.
+	tmp=$history.$job.$$
+	if echo "$header" >"$tmp" 2>/dev/null; then
+		ln "$tmp" "$history" 2>/dev/null
+		rm -f "$tmp"
+	fi
+	# an existing empty file (made by hand) gets the header appended
+	[ -s "$history" ] || echo "$header" >>"$history" || exit 0
 fi
 # One short line with >>: an O_APPEND write, whole even when nodes share the file.
 printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$job" \
