@@ -1431,10 +1431,13 @@ static bool aidx_query(struct pass *p, const struct colloc_sched_job *j,
 static int node_earliest(const struct pass *p, const struct colloc_sched_job *j, int nk,
 			 uint64_t min_free, int want, int64_t *t, int *g_of);
 
+static uint64_t earliest_key(const struct pass *p, uint64_t min_free);
+
 /* The memo of earliest empty times (struct wmemo): whether it holds j's. */
 static bool earliest_memo(const struct pass *p, const struct colloc_sched_job *j,
 			  uint64_t min_free, int64_t *best)
 {
+	min_free = earliest_key(p, min_free);
 	for (int k = 0; k < p->n_wm; k++)
 		if (p->wm[k].need == min_free && p->wm[k].types == j->type_mask &&
 		    p->wm[k].n_gpus == j->n_gpus) {
@@ -1452,7 +1455,7 @@ static void earliest_note(struct pass *p, const struct colloc_sched_job *j,
 	if (p->n_wm == (int)(sizeof(p->wm) / sizeof(p->wm[0])))
 		return;
 	m = &p->wm[p->n_wm++];
-	m->need = min_free;
+	m->need = earliest_key(p, min_free);
 	m->types = j->type_mask;
 	m->n_gpus = j->n_gpus;
 	m->best = best;
@@ -2004,6 +2007,17 @@ struct aidx {
 };
 
 #define AIDX_ABSENT INT64_MAX
+
+/*
+ * The memo's key for min_free: the earliest time depends on it only through
+ * which GPUs are large enough (fits_empty), so every min_free within the
+ * least GPU's memory (the reservation index keeps a lower bound on it)
+ * finds the same time, and shares one key, 0.
+ */
+static uint64_t earliest_key(const struct pass *p, uint64_t min_free)
+{
+	return p->ai && min_free <= p->ai->min_total ? 0 : min_free;
+}
 
 static void aidx_destroy(struct aidx *a)
 {
