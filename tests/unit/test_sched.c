@@ -1062,18 +1062,22 @@ static void test_easy_index_is_scan(void **state)
 /* estimate-aware's soft bound where every node is one bucket of eight GPUs
  * (the layout whose multi-GPU search prunes by the gate keys of each class
  * of busy GPUs): the context's tree finds what the scan finds, on the large
- * random cases with walltimes, ends and two to four jobs on some GPUs. */
+ * random cases with walltimes, ends and two to four jobs on some GPUs; with
+ * GPUs of one size, and with every other node of 24 GiB, so that some jobs
+ * fit only the larger nodes (the context memoizes each pass's earliest
+ * empty times by need: within the least GPU's memory as one). */
 static void test_soft_nodes_are_scan(void **state)
 {
 	static const int job_gpus[] = {1, 2, 2, 4, 4, 8};
 
 	(void)state;
-	for (int k = 0; k < GOLDEN_ALL; k++) {
+	for (int k = 0; k < 2 * GOLDEN_ALL; k++) {
 		struct rcase c;
 		struct colloc_sched_ctx *ctx = NULL;
-		uint64_t x = 0x50f7ull + (uint64_t)k;
+		uint64_t x = 0x50f7ull + (uint64_t)(k % GOLDEN_ALL);
+		bool two_sizes = k >= GOLDEN_ALL;
 
-		if (!rcase_large(&c, k))
+		if (!rcase_large(&c, k % GOLDEN_ALL))
 			continue;
 		c.cfg.policy = COLLOC_POLICY_ESTIMATE_AWARE;
 		c.cfg.util_soft = true;
@@ -1085,10 +1089,14 @@ static void test_soft_nodes_are_scan(void **state)
 			c.gpus[g].isolated = false;
 			c.gpus[g].type = 0;
 			c.gpus[g].usable = true;
-			c.gpus[g].mem_total_bytes = 80ull << 30;
+			bool small = two_sizes && g / 8 % 2;
+
+			c.gpus[g].mem_total_bytes = small ? 24ull << 30 : 80ull << 30;
 			c.gpus[g].mem_used_bytes = 0;
+			/* the small nodes empty first: a job too large for them
+			 * waits longer than one they fit */
 			c.gpus[g].busy_until_ms =
-				c.st.now_ms + 1000 * (int64_t)rng_below(&x, 50);
+				c.st.now_ms + 1000 * (int64_t)rng_below(&x, small ? 5 : 50);
 		}
 		/* running jobs on one GPU each, so that GPUs carry 1..4 */
 		for (size_t r = 0; r < c.st.n_running; r++) {
@@ -1112,9 +1120,12 @@ static void test_soft_nodes_are_scan(void **state)
 			c.gpus[g].usable = l.n_jobs > 0;
 		}
 		ctx = ctx_of_case(&c);
-		ctx_vs_decide(ctx, &c, k, "soft bound, nodes of 8");
+		ctx_vs_decide(ctx, &c, k % GOLDEN_ALL,
+			      two_sizes ? "soft bound, nodes of 8, two sizes"
+					: "soft bound, nodes of 8");
 		c.st.now_ms += 1000 * (int64_t)rng_below(&x, 20);
-		ctx_vs_decide(ctx, &c, k, "soft bound, later");
+		ctx_vs_decide(ctx, &c, k % GOLDEN_ALL,
+			      two_sizes ? "soft bound, later, two sizes" : "soft bound, later");
 		colloc_sched_ctx_destroy(ctx);
 		rcase_free(&c);
 	}
