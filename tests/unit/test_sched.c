@@ -1096,7 +1096,8 @@ static void test_soft_nodes_are_scan(void **state)
 			/* the small nodes empty first: a job too large for them
 			 * waits longer than one they fit */
 			c.gpus[g].busy_until_ms =
-				c.st.now_ms + 1000 * (int64_t)rng_below(&x, small ? 5 : 50);
+				c.st.now_ms +
+				1000 * (int64_t)rng_below(&x, small ? 5 : 50);
 		}
 		/* running jobs on one GPU each, so that GPUs carry 1..4 */
 		for (size_t r = 0; r < c.st.n_running; r++) {
@@ -1125,7 +1126,8 @@ static void test_soft_nodes_are_scan(void **state)
 					: "soft bound, nodes of 8");
 		c.st.now_ms += 1000 * (int64_t)rng_below(&x, 20);
 		ctx_vs_decide(ctx, &c, k % GOLDEN_ALL,
-			      two_sizes ? "soft bound, later, two sizes" : "soft bound, later");
+			      two_sizes ? "soft bound, later, two sizes"
+					: "soft bound, later");
 		colloc_sched_ctx_destroy(ctx);
 		rcase_free(&c);
 	}
