@@ -1011,6 +1011,27 @@ static void tree_leaf(struct pass *p, int b)
 	}
 }
 
+/* Of the busy GPUs below s (gc_key), how many let j in under the soft
+ * bound, counted up to most. */
+static int busy_admitted(const struct pass *p, const struct summ *s,
+			 const struct colloc_sched_job *j, int most)
+{
+	int have = 0;
+
+	for (int c = 0; c < GATE_CLASSES && have < most; c++) {
+		double lim;
+
+		if (s->gc_key[c][0] == HUGE_VAL)
+			continue;
+		lim = soft_bound(p, s->gc_avail[c], c + 1) + 1e-9;
+		for (int k = 0; k < COLLOC_SCHED_MAX_GPUS && have < most &&
+				s->gc_key[c][k] + j->util_pred <= lim;
+		     k++)
+			have++;
+	}
+	return have;
+}
+
 /*
  * Under estimate-aware's soft bound, whether the nodes below summary s
  * may hold n GPUs that let the current job in: at most gc_empty empty
@@ -1023,34 +1044,8 @@ static void tree_leaf(struct pass *p, int b)
 static bool gate_count(const struct pass *p, const struct summ *s,
 		       const struct colloc_sched_job *j, int n)
 {
-	int have = s->gc_empty;
-
-	for (int c = 0; c < GATE_CLASSES && have < n; c++) {
-		double lim;
-
-		if (s->gc_key[c][0] == HUGE_VAL)
-			continue;
-		lim = soft_bound(p, s->gc_avail[c], c + 1) + 1e-9;
-		for (int k = 0;
-		     k < COLLOC_SCHED_MAX_GPUS && s->gc_key[c][k] + j->util_pred <= lim;
-		     k++)
-			have++;
-	}
-	return have >= n;
-}
-
-/* Whether some busy GPU below s may let j in under the soft bound: the
- * busy part of gate_count() for one GPU (gc_key holds where every node is
- * a bucket). */
-static bool busy_may_admit(const struct pass *p, const struct summ *s,
-			   const struct colloc_sched_job *j)
-{
-	for (int c = 0; c < GATE_CLASSES; c++)
-		if (s->gc_key[c][0] != HUGE_VAL &&
-		    s->gc_key[c][0] + j->util_pred <=
-			    soft_bound(p, s->gc_avail[c], c + 1) + 1e-9)
-			return true;
-	return false;
+	return s->gc_empty >= n ||
+	       s->gc_empty + busy_admitted(p, s, j, n - s->gc_empty) >= n;
 }
 
 /* Bucket b changed: its leaf, its ancestors. */
@@ -1092,7 +1087,7 @@ static bool class_bound(const struct pass *p, const struct want *q, const struct
 	 * activity against its most permissive bound (that of its earliest
 	 * end). The two tests are apart, so each is a necessary condition. */
 	if (c == 1 && ea_gated(cfg) && p->cur.soft && p->nodes_are_buckets &&
-	    !busy_may_admit(p, s, q->j))
+	    busy_admitted(p, s, q->j, 1) == 0)
 		return false;
 	switch (cfg->policy) {
 	case COLLOC_POLICY_ROUND_ROBIN: {
