@@ -84,6 +84,13 @@ def configs():
             yield (model, batch, seq, "adam", prec)
 
 
+def grad_scaler(torch, enabled):
+    """torch.amp.GradScaler("cuda") where it exists (2.3+; torch.cuda.amp's is deprecated)."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
 def nvml_peak(pid, stop, result):
     """Poll nvidia-smi for pid's used memory; keep the maximum (MiB -> bytes)."""
     peak = 0
@@ -123,7 +130,7 @@ def child(model_name, batch, seq, opt_name, prec, dry):
             "adagrad": lambda p: torch.optim.Adagrad(p, lr=1e-3)}
     opt = opts[opt_name](model.parameters())
     crit = nn.CrossEntropyLoss()
-    scaler = torch.cuda.amp.GradScaler(enabled=(prec == "amp-fp16" and not dry))
+    scaler = grad_scaler(torch, prec == "amp-fp16" and not dry)
     amp_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(prec)
     t0 = time.time()
     for _ in range(4):
@@ -260,7 +267,7 @@ class Job:
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.crit = torch.nn.CrossEntropyLoss()
         self.amp_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(prec)
-        self.scaler = torch.cuda.amp.GradScaler(enabled=(prec == "amp-fp16" and self.cuda))
+        self.scaler = grad_scaler(torch, prec == "amp-fp16" and self.cuda)
         self.target, self.loss_kind = None, ""
 
     def forward_loss(self):
