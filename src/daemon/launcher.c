@@ -839,11 +839,11 @@ static int fd_above_stdio(int *fd)
 }
 
 /* Give the supervisor /dev/null as 0, 1 and 2 and nothing else but the
- * descriptors in c. */
-static int sup_fds(struct sup_ctx *c)
+ * descriptors in c and also_keep (when it is one, above stderr). */
+static int sup_fds(struct sup_ctx *c, int also_keep)
 {
-	int keep[4];
-	int null, rc;
+	int keep[5];
+	int null, rc, n = 4;
 
 	if ((rc = fd_above_stdio(&c->hs_fd)) != 0 ||
 	    (rc = fd_above_stdio(&c->out_fd)) != 0 ||
@@ -863,7 +863,9 @@ static int sup_fds(struct sup_ctx *c)
 	keep[1] = c->out_fd;
 	keep[2] = c->err_fd;
 	keep[3] = c->dir_fd;
-	return close_others(keep, 4);
+	if (also_keep > STDERR_FILENO)
+		keep[n++] = also_keep;
+	return close_others(keep, (size_t)n);
 }
 
 /* The groups the job gets: initgroups()'s list, computed here because the
@@ -1091,8 +1093,17 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	pid_t job;
 
 	setsid(); /* cannot fail: a fresh child leads no group */
-	/* Into the job's cgroup first: all the job starts stays in it. A
-	 * failure leaves the job without one (its session is killed). */
+	/* The daemon's descriptors go first: among them are its state-dir and
+	 * database locks (flock, shared with this fork), and a daemon killed
+	 * and restarted while a supervisor still held them would be refused
+	 * ("another collocd is using the state directory"). Joining a cgroup
+	 * can take milliseconds under load: not while holding them. */
+	rc = sup_fds(c, s->in_cgroup ? s->cgroup_fd : -1);
+	if (rc != 0)
+		sup_abort(c->hs_fd, STAGE_SUP_FDS, -rc);
+	/* Into the job's cgroup before anything starts: all the job starts
+	 * stays in it. A failure leaves the job without one (its session is
+	 * killed). */
 	if (s->in_cgroup && s->cgroup_fd >= 0) {
 		if (write(s->cgroup_fd, "0", 1) != 1) {
 			/* nothing to do: the daemon kills the session */
@@ -1103,9 +1114,6 @@ static _Noreturn void supervise(struct sup_ctx *c)
 	 * here even where init does not reap (containers). */
 	prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
 	sup_signals();
-	rc = sup_fds(c);
-	if (rc != 0)
-		sup_abort(c->hs_fd, STAGE_SUP_FDS, -rc);
 	/* Hold no directory (and so no mount) of the daemon's. */
 	if (chdir("/") != 0)
 		sup_abort(c->hs_fd, STAGE_SUP_FDS, errno);
