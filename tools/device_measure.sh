@@ -10,8 +10,10 @@
 #   PREFIX-mlp.csv      utilization of GPUMemNet-style MLP runs (tools/measure_mlp_util.py)
 #   PREFIX-host.txt     host cost per op, CPU and CUDA tensors, and the DataLoader's fit
 #   PREFIX-steps.csv, PREFIX-pairs.csv   step time, utilization, pairs (measure_gpu.py --perf)
+#   PREFIX-peak-tensors.csv   the blocks alive at the allocated peak (tools/measure_snapshot.py)
 #   PREFIX-log.txt      everything printed, with nvidia-smi's view of the GPU first
-# Budgets (s) can be changed with CTX_S, MEM_S, MLP_S, HOST_S, PERF_S. Total by default: ~450 s.
+# Budgets (s) can be changed with CTX_S, MEM_S, MLP_S, HOST_S, PERF_S, SNAP_S (0 skips a part).
+# Total by default: ~530 s; the first H200 session (2026-12-04) ran all but the snapshot.
 set -u
 out=${1:?usage: device_measure.sh OUTDIR [PREFIX]}
 pre=${2:-gpu}
@@ -22,10 +24,11 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 : >"$log"
 
-part() { # name limit_s command...
+part() { # name limit_s command...; a limit of 0 skips the part
 	name=$1
 	lim=$2
 	shift 2
+	[ "$lim" -gt 0 ] || return 0
 	t0=$(date +%s)
 	echo "== $name (limit ${lim} s) $(date -u +%FT%TZ)" >>"$log"
 	timeout -k 5 "$lim" "$@" >>"$log" 2>&1
@@ -45,6 +48,8 @@ part() { # name limit_s command...
 	nproc
 } >>"$log" 2>&1
 
+part snapshot "${SNAP_S:-80}" "$py" "$here/measure_snapshot.py" \
+	--out "$out/$pre-peak-tensors.csv"
 part context "${CTX_S:-60}" "$py" "$here/measure_context.py" --out "$out/$pre-context.csv"
 part memory "${MEM_S:-120}" "$py" "$here/measure_gpu.py" --out "$out/$pre-memory.csv" \
 	--budget-s "$((${MEM_S:-120} - 15))"
