@@ -24,6 +24,15 @@
  * runs, each estimated from its config.json and printed next to a rule of
  * thumb computed in the same run.
  *
+ * GPU runs measured by this project (data/measurements/h200-memory.csv,
+ * tools/measure_gpu.py on an H200, PyTorch 2.11, full-process NVML peaks on
+ * a fresh GPU): every run estimated with the profile calibrated from the
+ * same session's fixed-cost probe (h200-141gb-cu130-torch211, whose numbers
+ * come from h200-context.csv, not from these runs) and, as the baseline of
+ * the same run, with the uncalibrated h200-141gb-cu124-torch26; the median
+ * |error| and share of under-estimates of allocated, reserved, process peak
+ * and the upper bound.
+ *
  * --rows prints every run; --fit-context prints, per GPU, the median of
  * (measured - estimated reserved), the one constant per platform profile
  * that is fitted on this data (see data/platforms/README.md).
@@ -628,6 +637,180 @@ static void published_rows(void)
 	       "Adam 2); no activations)\n");
 }
 
+/* --- GPU runs measured by this project ------------------------------- */
+
+#define GPU_ROWS_MAX 256
+enum { GR_ALLOC, GR_RESERVED, GR_DEVICE, GR_UPPER, GR_COUNT };
+static const char *const gr_names[GR_COUNT] = {"allocated", "reserved", "process peak",
+					       "upper bound"};
+
+struct gpu_row {
+	char model[64], opt[16], prec[16];
+	int64_t batch, seq;
+	double truth[GR_COUNT]; /* allocated, reserved, NVML; [GR_UPPER] = NVML */
+	double est[2][GR_COUNT]; /* [profile][quantity] */
+};
+
+static int gpu_row_estimate(struct gpu_row *r, const char *pname, double *est,
+			    struct colloc_diag *diag)
+{
+	struct colloc_model *m = NULL;
+	struct colloc_platform plat;
+	struct colloc_estimate_opts o;
+	struct colloc_estimate e;
+	struct colloc_binding dec = {"dec_seq", r->seq};
+	struct colloc_model_dims md = {r->batch, r->seq, NULL, 0, false};
+	int rc;
+
+	if (strcmp(r->model, "t5_small") == 0 && r->seq > 0) {
+		md.dims = &dec; /* measure_gpu.py binds seq and dec_seq alike */
+		md.n_dims = 1;
+	}
+	if ((rc = colloc_platform_load(pname, &plat, diag)) ||
+	    (rc = colloc_model_open(r->model, NULL, &m, diag)))
+		return rc;
+	colloc_estimate_opts_init(&o);
+	o.optimizer = optimizer_of(r->opt);
+	o.precision = strcmp(r->prec, "amp-fp16") == 0	 ? COLLOC_PREC_AMP_FP16
+		      : strcmp(r->prec, "amp-bf16") == 0 ? COLLOC_PREC_AMP_BF16
+							 : COLLOC_PREC_FP32;
+	/* measure_gpu.py: GPT-2 gets the next-token loss on logits[:, :-1] */
+	if (strcmp(r->model, "gpt2") == 0)
+		o.loss = COLLOC_LOSS_CAUSAL_LM;
+	o.platform = &plat;
+	o.iterations = 4; /* the measured loop ran 4 iterations */
+	if (o.optimizer < 0)
+		rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown optimizer %s", r->opt);
+	if (!rc)
+		rc = colloc_estimate_model(m, &md, &o, &e, diag);
+	if (!rc) {
+		est[GR_ALLOC] = (double)e.peak_allocated_bytes;
+		est[GR_RESERVED] = (double)e.peak_reserved_bytes;
+		est[GR_DEVICE] = (double)e.peak_device_bytes;
+		est[GR_UPPER] = (double)e.peak_device_upper_bytes;
+	}
+	colloc_model_destroy(m);
+	return rc;
+}
+
+static void gpu_summary(const char *label, const struct gpu_row *rows, int n, int prof,
+			int q, bool convs)
+{
+	double err[GPU_ROWS_MAX];
+	int m = 0, under = 0;
+
+	for (int k = 0; k < n; k++) {
+		const struct gpu_row *r = &rows[k];
+		bool transformer = r->seq > 0;
+
+		if (isnan(r->est[prof][q]) || (convs && transformer) ||
+		    (!convs && !transformer))
+			continue;
+		err[m++] = fabs(r->est[prof][q] - r->truth[q]) / r->truth[q];
+		under += r->est[prof][q] < r->truth[q];
+	}
+	if (m)
+		printf("  %-42s %-13s %4d %9.2f%% %9.2f%% %8d\n", label, gr_names[q], m,
+		       100 * quantile(err, m, 0.5), 100 * quantile(err, m, 0.9), under);
+}
+
+static void gpu_rows(bool show)
+{
+	static struct gpu_row rows[GPU_ROWS_MAX];
+	static const char *const profs[2] = {"h200-141gb-cu130-torch211",
+					     "h200-141gb-cu124-torch26"};
+	char path[4096], hline[4096], line[4096], *hdr[40], *f[40];
+	int nh, n = 0, c[9];
+	static const char *const cols[9] = {"model",
+					    "batch",
+					    "seq",
+					    "optimizer",
+					    "precision",
+					    "max_allocated_bytes",
+					    "max_reserved_bytes",
+					    "nvml_peak_bytes",
+					    "gpu"};
+	char gpu[96] = "";
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/measurements/h200-memory.csv",
+		 colloc_data_dir());
+	fp = tool_csv_open(path, hline, sizeof(hline), hdr, 40, &nh);
+	if (!fp) {
+		printf("\nH200 runs: %s not found; skipped\n", path);
+		return;
+	}
+	for (int k = 0; k < 9; k++)
+		c[k] = tool_csv_col(hdr, nh, cols[k]);
+	for (int k = 0; k < 9; k++)
+		if (c[k] < 0) {
+			printf("\nH200 runs: %s has no column %s; skipped\n", path,
+			       cols[k]);
+			fclose(fp);
+			return;
+		}
+	while (n < GPU_ROWS_MAX && fgets(line, sizeof(line), fp)) {
+		struct gpu_row *r = &rows[n];
+		struct colloc_diag diag = {{0}};
+
+		if (tool_csv_split(line, f, 40) < nh || atof(f[c[7]]) <= 0)
+			continue;
+		snprintf(r->model, sizeof(r->model), "%s", f[c[0]]);
+		snprintf(r->opt, sizeof(r->opt), "%s", f[c[3]]);
+		snprintf(r->prec, sizeof(r->prec), "%s", f[c[4]]);
+		snprintf(gpu, sizeof(gpu), "%s", f[c[8]]);
+		r->batch = atoll(f[c[1]]);
+		r->seq = atoll(f[c[2]]);
+		r->truth[GR_ALLOC] = atof(f[c[5]]);
+		r->truth[GR_RESERVED] = atof(f[c[6]]);
+		r->truth[GR_DEVICE] = r->truth[GR_UPPER] = atof(f[c[7]]);
+		for (int p = 0; p < 2; p++) {
+			for (int q = 0; q < GR_COUNT; q++)
+				r->est[p][q] = NO_VALUE;
+			if (gpu_row_estimate(r, profs[p], r->est[p], &diag))
+				fprintf(stderr, "bench_estimate: %s b%lld on %s: %s\n",
+					r->model, (long long)r->batch, profs[p],
+					diag.msg);
+		}
+		n++;
+	}
+	fclose(fp);
+	printf("\ncolloc estimate vs %d training runs measured by this project on an %s "
+	       "(tools/measure_gpu.py;\nPyTorch 2.11, CUDA 13.0; full process on a fresh "
+	       "GPU, so the CUDA context is included):\n",
+	       n, gpu);
+	if (show) {
+		printf("  %-16s %5s %-6s %10s %9s %9s %9s %9s\n", "model", "batch", "opt",
+		       "NVML peak", "alloc e", "resv e", "peak e", "bound e");
+		for (int k = 0; k < n; k++) {
+			const struct gpu_row *r = &rows[k];
+			double e[GR_COUNT];
+
+			for (int q = 0; q < GR_COUNT; q++)
+				e[q] = 100 * (r->est[0][q] - r->truth[q]) / r->truth[q];
+			printf("  %-16s %5lld %-6s %9.0fM %+8.1f%% %+8.1f%% %+8.1f%% "
+			       "%+8.1f%%\n",
+			       r->model, (long long)r->batch, r->opt,
+			       r->truth[GR_DEVICE] / 1048576, e[0], e[1], e[2], e[3]);
+		}
+	}
+	printf("  %-42s %-13s %4s %10s %10s %8s\n", "profile, models", "quantity", "runs",
+	       "median|e|", "p90 |e|", "under");
+	for (int conv = 1; conv >= 0; conv--)
+		for (int q = 0; q < GR_COUNT; q++)
+			for (int p = 0; p < 2; p++) {
+				char label[96];
+
+				if (p == 1 && q < GR_DEVICE)
+					continue; /* same allocator model in both */
+				snprintf(label, sizeof(label), "%s, %s", profs[p],
+					 conv ? "CNNs" : "transformers");
+				gpu_summary(label, rows, n, p, q, conv);
+			}
+	printf("  (the cu124 profile is the uncalibrated one this GPU had before: its "
+	       "process peak is the baseline)\n");
+}
+
 static double speed_ms(int runs)
 {
 	struct colloc_model *m = NULL;
@@ -734,6 +917,7 @@ int main(int argc, char **argv)
 	       "measured peak the bound sits)\n");
 	transformer_rows(rows, n);
 	published_rows();
+	gpu_rows(show_rows);
 	if (fit) {
 		const char *gpus[2] = {"3060", "4060"};
 

@@ -18,6 +18,9 @@
  *    read in place, skipped when absent): utilization.gpu and SM activity,
  *    MAE in points and RMSLE on percent, beside a constant-median baseline.
  *    Each MLP graph is built here from its layer list.
+ * 6. This project's H200 runs (data/measurements/perf/h200-*): step time
+ *    and utilization of zoo models and GPUMemNet-style MLPs, with colloc's
+ *    default host costs and with those measured on the same machine.
  *
  * It never fails on numbers; it exits 1 only when it cannot run at all.
  */
@@ -472,38 +475,94 @@ static void error_by_bin(const double *p, const double *m, int n)
 }
 
 /*
+ * The host a set of runs was measured on: per-op costs and the DataLoader's
+ * main-thread time per step, loader_ms = fixed + per_sample * batch +
+ * per_byte * batch * width * 4 (tools/measure_dataloader.py's fit).
+ */
+struct host {
+	const char *what;
+	double op_us, bwd_op_us;
+	double ld_fixed_ms, ld_sample_us, ld_byte_ns;
+};
+
+/*
  * GPUMemNet's runs (NeuroNetGen_scripts/MLP/mlp.py of itu-rad/GPUMemNet):
  * 4,096 random samples held on the CPU, a DataLoader with no workers and
  * shuffling, the batch copied to the GPU from pageable memory every step,
  * cross-entropy, Adam, fp32, loss.item() every step; A100-SXM4-40GB (the
- * author's logs). The loader's main-thread time per step, measured on this
- * project's CPU by tools/measure_dataloader.py (torch 1.13):
- * 0.0627 ms + 4.362 us per sample + 0.3242 ns per input byte.
+ * author's logs). Their host is unknown: colloc's defaults, measured on
+ * this project's CPU by tools/measure_host_overhead.py and
+ * tools/measure_dataloader.py (torch 1.13): 0.0627 ms + 4.362 us per sample
+ * + 0.3242 ns per input byte.
  */
-static double loader_ms(int64_t batch, int64_t width)
+static const struct host project_host = {
+	"this project's CPU, torch 1.13 (colloc's defaults)",
+	COLLOC_PERF_HOST_OP_US_DEFAULT,
+	COLLOC_PERF_HOST_BWD_OP_US_DEFAULT,
+	0.0627,
+	4.362,
+	0.3242};
+
+static double loader_ms(const struct host *h, int64_t batch, int64_t width)
 {
-	return 0.0627 + 4.362e-3 * (double)batch +
-	       0.3242e-6 * (double)batch * (double)width * 4;
+	return h->ld_fixed_ms + h->ld_sample_us * 1e-3 * (double)batch +
+	       h->ld_byte_ns * 1e-6 * (double)batch * (double)width * 4;
 }
 
-static void bench_gpumemnet(const char *platform)
+/*
+ * The host of this project's H200 runs, read from what the same session
+ * measured there (data/measurements/perf/h200-host.txt: measure_host_overhead.py
+ * with CUDA tensors, and measure_dataloader.py's fit). 0 when the file or a
+ * line is missing.
+ */
+static int read_host(const char *path, struct host *h)
+{
+	char line[512];
+	bool cuda = false;
+	int got = 0;
+	FILE *fp = fopen(path, "r");
+
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp)) {
+		double a, b, c;
+
+		if (strstr(line, "python ") == line)
+			cuda = strstr(line, "cpu tensors") == NULL;
+		else if (cuda && sscanf(line, "forward_us_per_op %lf", &a) == 1)
+			h->op_us = a, got |= 1;
+		else if (cuda && sscanf(line, "backward_us_per_node %lf", &a) == 1)
+			h->bwd_op_us = a, got |= 2;
+		else if (sscanf(line, "fixed_ms %lf per_sample_us %lf per_byte_ns %lf",
+				&a, &b, &c) == 3)
+			h->ld_fixed_ms = a, h->ld_sample_us = b, h->ld_byte_ns = c,
+			got |= 4;
+	}
+	fclose(fp);
+	return got == 7 ? 0 : -1;
+}
+
+/*
+ * MLP runs in GPUMemNet's columns (Filename, Activations-Params, Batch Size,
+ * Avg GPUTL, Avg SMACT): predicted on platform with host h, printed beside
+ * a constant-median baseline. Rows with an empty SMACT count for
+ * utilization only.
+ */
+static void bench_mlp(const char *title, const char *path, const char *platform,
+		      const struct host *h)
 {
 	static double pu[MAX_ROWS], mu[MAX_ROWS], ps[MAX_ROWS], ms[MAX_ROWS],
 		cu[MAX_ROWS], cs[MAX_ROWS];
-	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	char hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
 	char *hdr[MAX_FIELDS], *f[MAX_FIELDS];
 	struct colloc_platform plat;
 	struct colloc_diag diag = {{0}};
-	int nh, n = 0, cfile, clist, cbatch, cutil, csm;
+	int nh, n = 0, nsm = 0, cfile, clist, cbatch, cutil, csm;
 	FILE *fp;
 
-	snprintf(path, sizeof(path), "%s/perf/gpumemnet-mlp/mlp_data_step1.csv",
-		 shared_dir);
 	fp = tool_csv_open(path, hline, LINE_MAX_BYTES, hdr, MAX_FIELDS, &nh);
 	if (!fp) {
-		printf("4. GPUMemNet MLPs: %s not found (it is not in the repository: no "
-		       "licence); skipped\n\n",
-		       path);
+		printf("%s: %s not found; skipped\n\n", title, path);
 		return;
 	}
 	if (colloc_platform_load(platform, &plat, &diag)) {
@@ -525,14 +584,14 @@ static void bench_gpumemnet(const char *platform)
 		struct colloc_perf_opts o;
 
 		if (tool_csv_split(line, f, MAX_FIELDS) < nh || cfile < 0 || clist < 0 ||
-		    cbatch < 0 || cutil < 0 || csm < 0)
+		    cbatch < 0 || cutil < 0 || csm < 0 || !*f[cutil])
 			continue;
 		s = strstr(f[cfile], "input:");
 		if (!s)
 			continue;
 		in_dim = atoll(s + 6);
 		/* one output: BCE on a shape it cannot take; these 22 runs
-		 * crashed (SM activity 0 throughout) */
+		 * of GPUMemNet's crashed (SM activity 0 throughout) */
 		if (strstr(f[cfile], "_output:1_"))
 			continue;
 		for (s = f[clist]; (s = strstr(s, "('linear', ")) && nl < 64; s++)
@@ -547,53 +606,217 @@ static void bench_gpumemnet(const char *platform)
 		o.optimizer = COLLOC_OPT_ADAM;
 		o.loss = COLLOC_LOSS_CROSS_ENTROPY;
 		o.input_on_host = true;
-		o.dataloader_ms = loader_ms(o.batch, in_dim) * host_scale;
-		o.host_op_us = COLLOC_PERF_HOST_OP_US_DEFAULT * host_scale;
-		o.host_bwd_op_us = COLLOC_PERF_HOST_BWD_OP_US_DEFAULT * host_scale;
+		o.dataloader_ms = loader_ms(h, o.batch, in_dim) * host_scale;
+		o.host_op_us = h->op_us * host_scale;
+		o.host_bwd_op_us = h->bwd_op_us * host_scale;
 		if (colloc_perf_predict(g, &o, &p, &diag) == 0) {
 			pu[n] = 100 * p.gpu_util;
-			ps[n] = 100 * p.sm_activity;
 			mu[n] = atof(f[cutil]);
-			ms[n] = 100 * atof(f[csm]);
+			if (*f[csm]) {
+				ps[nsm] = 100 * p.sm_activity;
+				ms[nsm++] = 100 * atof(f[csm]);
+			}
 			if (getenv("BENCH_PERF_DEBUG") &&
 			    (n < 12 || getenv("BENCH_PERF_ALL")))
 				fprintf(stderr,
-					"%s b=%s: util %.0f/%.0f sm %.0f/%.0f step %.3f "
-					"ms kern %.3f "
+					"%s b=%s: util %.0f/%.0f step %.3f ms kern %.3f "
 					"host %.3f n=%d fixed %.3f\n",
-					f[cfile], f[cbatch], pu[n], mu[n], ps[n], ms[n],
-					p.step_ms, p.kernel_ms, p.host_ms, p.kernels,
-					p.fixed_ms);
+					f[cfile], f[cbatch], pu[n], mu[n], p.step_ms,
+					p.kernel_ms, p.host_ms, p.kernels, p.fixed_ms);
 			n++;
 		}
 		colloc_graph_destroy(g);
 	}
 	fclose(fp);
 	{
-		double mu_med = median(mu, n), ms_med = median(ms, n);
+		double mu_med = median(mu, n), ms_med = median(ms, nsm);
 
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n; i++)
 			cu[i] = mu_med;
+		for (int i = 0; i < nsm; i++)
 			cs[i] = ms_med;
-		}
-		printf("4. GPU utilization of GPUMemNet's %d MLP runs (platform %s, host "
-		       "costs "
-		       "x %.2f), in percent\n",
-		       n, platform, host_scale);
+		printf("%s: %d MLP runs (platform %s; host: %s, x %.2f), in percent\n",
+		       title, n, platform, h->what, host_scale);
 		printf("%-30s %10s %10s\n", "", "MAE (pt)", "RMSLE");
 		printf("%-30s %10.1f %10.3f\n", "utilization.gpu: colloc", mae(pu, mu, n),
 		       rmsle(pu, mu, n));
 		printf("%-30s %10.1f %10.3f\n", "utilization.gpu: const median",
 		       mae(cu, mu, n), rmsle(cu, mu, n));
-		printf("%-30s %10.1f %10.3f\n", "SM activity: colloc", mae(ps, ms, n),
-		       rmsle(ps, ms, n));
-		printf("%-30s %10.1f %10.3f\n", "SM activity: const median",
-		       mae(cs, ms, n), rmsle(cs, ms, n));
+		if (nsm) {
+			printf("%-30s %10.1f %10.3f\n", "SM activity: colloc",
+			       mae(ps, ms, nsm), rmsle(ps, ms, nsm));
+			printf("%-30s %10.1f %10.3f\n", "SM activity: const median",
+			       mae(cs, ms, nsm), rmsle(cs, ms, nsm));
+		} else {
+			printf("(no SM activity in this file: dcgmi was not there)\n");
+		}
 		printf("(targets: RMSLE <= 0.10 on utilization, MAE <= 7 points on SM "
 		       "activity; "
 		       "HotCloud '20 reports RMSLE 0.154)\n");
 		error_by_bin(pu, mu, n);
 	}
+}
+
+static void bench_gpumemnet(const char *platform)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/perf/gpumemnet-mlp/mlp_data_step1.csv",
+		 shared_dir);
+	bench_mlp("4. GPUMemNet's MLP runs (no licence: read in place)", path, platform,
+		  &project_host);
+}
+
+/*
+ * 6. This project's H200 runs (data/measurements/perf/, tools/measure_gpu.py
+ * --perf and tools/measure_mlp_util.py, one session): step time and
+ * utilization.gpu of zoo models x precisions with the batch on the GPU, and
+ * GPUMemNet-style MLPs, each predicted with colloc's default host costs and
+ * with the host costs measured on the same machine in the same session
+ * (h200-host.txt) -- no constant fitted to these rows.
+ */
+static void bench_h200(void)
+{
+	static const struct {
+		const char *name;
+		int prec;
+	} precs[] = {{"fp32", COLLOC_PREC_FP32},
+		     {"tf32", COLLOC_PREC_TF32},
+		     {"amp-fp16", COLLOC_PREC_AMP_FP16},
+		     {"amp-bf16", COLLOC_PREC_AMP_BF16}};
+	static const char *const plat = "h200-141gb-cu130-torch211";
+	struct host mh = {
+		"measured on the H200's machine (h200-host.txt)", 0, 0, 0, 0, 0};
+	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	char *hdr[64], *f[64];
+	static double step[2][MAX_ROWS], meas[MAX_ROWS], util[2][MAX_ROWS],
+		mutil[MAX_ROWS], cut[MAX_ROWS];
+	int nh, n = 0, cm, cb, cs, cp, cstep, cutil;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/measurements/perf/h200-host.txt", data_dir);
+	if (read_host(path, &mh)) {
+		printf("6. H200 runs: %s missing or incomplete; skipped\n\n", path);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/measurements/perf/h200-steps.csv", data_dir);
+	fp = tool_csv_open(path, hline, LINE_MAX_BYTES, hdr, 64, &nh);
+	if (!fp) {
+		printf("6. H200 runs: %s not found; skipped\n\n", path);
+		return;
+	}
+	cm = tool_csv_col(hdr, nh, "model");
+	cb = tool_csv_col(hdr, nh, "batch");
+	cs = tool_csv_col(hdr, nh, "seq");
+	cp = tool_csv_col(hdr, nh, "precision");
+	cstep = tool_csv_col(hdr, nh, "step_ms_median");
+	cutil = tool_csv_col(hdr, nh, "util_gpu_pct");
+	while (n < MAX_ROWS && fgets(line, sizeof(line), fp)) {
+		int prec = -1;
+		char gpath[4096];
+		bool ok = true;
+
+		if (cm < 0 || cb < 0 || cs < 0 || cp < 0 || cstep < 0 || cutil < 0 ||
+		    tool_csv_split(line, f, 64) < nh || atof(f[cstep]) <= 0 || !*f[cutil])
+			continue;
+		for (size_t k = 0; k < sizeof(precs) / sizeof(precs[0]); k++)
+			if (strcmp(f[cp], precs[k].name) == 0)
+				prec = precs[k].prec;
+		if (prec < 0)
+			continue;
+		snprintf(gpath, sizeof(gpath), "%s/zoo/%s.onnx", data_dir, f[cm]);
+		for (int hset = 0; hset < 2 && ok; hset++) {
+			struct colloc_graph *g = NULL;
+			struct colloc_platform p;
+			struct colloc_diag diag = {{0}};
+			struct colloc_binding dims[2] = {{"seq", atoll(f[cs])},
+							 {"dec_seq", atoll(f[cs])}};
+			/* measure_gpu.py binds seq and, for T5, dec_seq alike */
+			struct colloc_bind_opts bind = {atoll(f[cb]), dims,
+							atoll(f[cs]) <= 0 ? 0
+							: strcmp(f[cm], "t5_small") == 0
+								? 2
+								: 1};
+			struct colloc_perf_opts o;
+			struct colloc_perf r;
+
+			ok = false;
+			if (colloc_platform_load(plat, &p, &diag) ||
+			    colloc_onnx_load_file(gpath, NULL, &g, &diag) ||
+			    colloc_graph_infer(g, &bind, &diag)) {
+				fprintf(stderr, "bench_perf: %s: %s\n", gpath, diag.msg);
+				colloc_graph_destroy(g);
+				break;
+			}
+			colloc_graph_cost(g, NULL);
+			colloc_perf_opts_init(&o);
+			o.platform = &p;
+			o.batch = bind.batch;
+			o.optimizer = COLLOC_OPT_ADAM;
+			o.precision = prec;
+			o.loss = strcmp(f[cm], "gpt2") == 0 ? COLLOC_LOSS_CAUSAL_LM
+							    : COLLOC_LOSS_CROSS_ENTROPY;
+			o.input_on_host = false;
+			if (hset) {
+				o.host_op_us = mh.op_us;
+				o.host_bwd_op_us = mh.bwd_op_us;
+			}
+			if (colloc_perf_predict(g, &o, &r, &diag) == 0) {
+				step[hset][n] = r.step_ms;
+				util[hset][n] = 100 * r.gpu_util;
+				ok = true;
+			} else {
+				fprintf(stderr, "bench_perf: %s: %s\n", gpath, diag.msg);
+			}
+			colloc_graph_destroy(g);
+		}
+		if (!ok)
+			continue;
+		meas[n] = atof(f[cstep]);
+		mutil[n] = atof(f[cutil]);
+		if (getenv("BENCH_PERF_DEBUG"))
+			fprintf(stderr,
+				"%s b%s %s: step %.1f | %.1f / %.1f ms, util %.0f | %.0f "
+				"/ %.0f\n",
+				f[cm], f[cb], f[cp], meas[n], step[0][n], step[1][n],
+				mutil[n], util[0][n], util[1][n]);
+		n++;
+	}
+	fclose(fp);
+	{
+		static double e[2][MAX_ROWS], ec[MAX_ROWS];
+		double med = median(meas, n), umed = median(mutil, n);
+
+		for (int i = 0; i < n; i++) {
+			cut[i] = umed;
+			ec[i] = rel_err(med, meas[i]);
+			for (int hset = 0; hset < 2; hset++)
+				e[hset][i] = rel_err(step[hset][i], meas[i]);
+		}
+		printf("6. This project's H200 runs "
+		       "(data/measurements/perf/h200-steps.csv: "
+		       "%d model x precision rows, Adam, batch on the GPU; platform "
+		       "%s)\n",
+		       n, plat);
+		printf("%-44s %14s %12s %12s\n", "", "step median|e|", "util MAE pt",
+		       "util RMSLE");
+		printf("%-44s %13.1f%% %12.1f %12.3f\n", "colloc, default host costs",
+		       100 * median(e[0], n), mae(util[0], mutil, n),
+		       rmsle(util[0], mutil, n));
+		printf("%-44s %13.1f%% %12.1f %12.3f\n",
+		       "colloc, host costs measured there", 100 * median(e[1], n),
+		       mae(util[1], mutil, n), rmsle(util[1], mutil, n));
+		printf("%-44s %13.1f%% %12.1f %12.3f\n", "constant median",
+		       100 * median(ec, n), mae(cut, mutil, n), rmsle(cut, mutil, n));
+		printf("(host costs there: %.2f us per forward op, %.2f us per backward "
+		       "node, "
+		       "CUDA tensors)\n\n",
+		       mh.op_us, mh.bwd_op_us);
+	}
+	snprintf(path, sizeof(path), "%s/measurements/perf/h200-mlp.csv", data_dir);
+	bench_mlp("6b. This project's H200 MLP runs, default host costs", path, plat,
+		  &project_host);
+	bench_mlp("6c. The same, host costs measured there", path, plat, &mh);
 }
 
 /* --- 5. speed ---------------------------------------------------------- */
@@ -674,6 +897,7 @@ int main(int argc, char **argv)
 	bench_pollux(pollux_plat);
 	bench_gavel();
 	bench_gpumemnet(mlp_plat);
+	bench_h200();
 	bench_speed();
 	return 0;
 }

@@ -963,6 +963,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "..", "data", "measurements", "gpu.csv"))
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--only", help="comma list: only these models of the memory plan")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     perf = ap.add_argument_group("--perf: step time, utilization, SM activity, collocated pairs "
                                  "(docs/perf-model.md, \"Measuring on a GPU\")")
@@ -1004,6 +1005,8 @@ def main():
         return perf_main(args, perf_versions(args.dry_run))
     ver = versions(args.dry_run)
     plan = [("resnet18", 2, None, "adam", "fp32")] if args.dry_run else list(configs())
+    if args.only:  # a later run's share of the plan: these models only
+        plan = [c for c in plan if c[0] in args.only.split(",")]
     start = time.time()
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)

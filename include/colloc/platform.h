@@ -28,6 +28,10 @@ struct colloc_platform {
 	 * that subtracts its first NVML sample does not see; peak device =
 	 * reserved + context_bytes + cuda_context_bytes. */
 	uint64_t cuda_context_bytes;
+	/* What cuDNN's handle and its lazily loaded kernels add outside the
+	 * caching allocator once a graph runs a convolution (0: not known);
+	 * added to peak device for graphs with Conv / ConvTranspose. */
+	uint64_t cudnn_context_bytes;
 	/* cuBLAS workspace, allocated through the caching allocator at the
 	 * first matmul and kept (PyTorch >= 1.11; size by GPU arch). */
 	uint64_t cublas_workspace_bytes;

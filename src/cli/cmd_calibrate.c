@@ -62,7 +62,9 @@ static int split(char *line, char **f, int max)
 	return n;
 }
 
-/* One run's estimate under plat; *reserved gets peak_reserved_bytes. */
+/* One run's estimate under plat; *reserved gets peak_device_bytes, which
+ * with context_bytes 0 and the CUDA context excluded is peak reserved plus
+ * the profile's cudnn_context_bytes for a graph that convolves. */
 static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 			const struct colloc_estimate_opts *base, uint64_t *reserved)
 {
@@ -103,7 +105,7 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 		cli_error("%s:%d: %s: %s", csv, lineno, f[col[C_MODEL]], diag.msg);
 		return CLI_ERROR;
 	}
-	*reserved = e.peak_reserved_bytes;
+	*reserved = e.peak_device_bytes;
 	return CLI_OK;
 bad:
 	cli_error("%s:%d: the run above cannot be estimated", csv, lineno);

@@ -306,6 +306,11 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 	context = (opts->context_bytes >= 0 ? (uint64_t)opts->context_bytes
 					    : plat->context_bytes) +
 		  (opts->exclude_cuda_context ? 0 : plat->cuda_context_bytes);
+	for (int i = 0; i < g->n_nodes; i++)
+		if (tops[i].kind == OPK_CONV) { /* cuDNN is loaded once */
+			context += plat->cudnn_context_bytes;
+			break;
+		}
 	out->peak_allocated_bytes = r1.peak_allocated;
 	out->peak_reserved_bytes = r1.peak_reserved;
 	out->peak_device_bytes = r1.peak_reserved + context;

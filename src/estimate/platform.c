@@ -194,6 +194,8 @@ int colloc_platform_parse(const char *text, size_t len, struct colloc_platform *
 			rc = get_size(v, k, &p->context_bytes, diag);
 		else if (strcmp(k, "cuda_context_bytes") == 0)
 			rc = get_size(v, k, &p->cuda_context_bytes, diag);
+		else if (strcmp(k, "cudnn_context_bytes") == 0)
+			rc = get_size(v, k, &p->cudnn_context_bytes, diag);
 		else if (strcmp(k, "cublas_workspace_bytes") == 0)
 			rc = get_size(v, k, &p->cublas_workspace_bytes, diag);
 		else if (strcmp(k, "cudnn_workspace_bytes") == 0)

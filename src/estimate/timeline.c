@@ -87,7 +87,9 @@ struct tl {
 
 	uint64_t kind_bytes[COLLOC_MEM_KIND_COUNT_];
 	uint64_t saved_bytes; /* saved-for-backward total of the last forward */
-	int cublas; /* storage of the cuBLAS workspace, or -1 */
+	/* storage of the cuBLAS workspaces, or -1: [0] the main thread's
+	 * (forward, loss), [1] the autograd engine's device thread's */
+	int cublas[2];
 	int oshared[2]; /* loop optimizers' shared buffers (ostate), or -1 */
 
 	/* position */
@@ -456,6 +458,30 @@ static int amp_prepare(struct tl *t, const struct colloc__top *tp, int *casts)
 	return 0;
 }
 
+/*
+ * cuBLAS takes a workspace from the caching allocator at a handle's first
+ * GEMM and keeps it until the process ends (PyTorch >= 1.11 keys them by
+ * handle and stream). Handles are per thread, and the autograd engine runs
+ * a CUDA backward on its own device thread, so training holds two: the
+ * main thread's from the first forward GEMM, the engine's from the first
+ * backward one. Measured on an H200 (data/measurements/h200-context.csv,
+ * stage backward_linear: allocated grows by the layer's tensors plus
+ * 32 MiB, and empty_cache leaves 2 x 32 MiB allocated).
+ */
+static int cublas_workspace(struct tl *t, int thread, int node)
+{
+	int rc;
+
+	if (t->cublas[thread] >= 0 || !t->plat->cublas_workspace_bytes)
+		return 0;
+	rc = st_new(t, t->plat->cublas_workspace_bytes, COLLOC_MEM_TEMPORARY, node,
+		    thread ? "cuBLAS workspace (autograd thread)" : "cuBLAS workspace",
+		    &t->cublas[thread]);
+	if (rc == 0 && t->cublas[thread] >= 0)
+		t->st[t->cublas[thread]].refs = 1;
+	return rc;
+}
+
 static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 {
 	const struct colloc_graph *g = t->g;
@@ -466,16 +492,10 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 	t->node = tp->node;
 	if (t->amp && (rc = amp_prepare(t, tp, casts)))
 		return rc;
-	if (tp->matmul && t->cublas < 0 && t->plat->cublas_workspace_bytes) {
-		/* cuBLAS takes its workspace from the caching allocator at the
-		 * first GEMM and keeps it (PyTorch >= 1.11). */
-		rc = st_new(t, t->plat->cublas_workspace_bytes, COLLOC_MEM_TEMPORARY,
-			    tp->node, "cuBLAS workspace", &t->cublas);
-		if (rc)
-			return rc;
-		if (t->cublas >= 0)
-			t->st[t->cublas].refs = 1;
-	}
+	/* a recomputation in the backward runs on the autograd thread */
+	if (tp->matmul &&
+	    (rc = cublas_workspace(t, t->phase == COLLOC_PHASE_BACKWARD, tp->node)))
+		return rc;
 	if (tp->kind == OPK_MATMUL ||
 	    (tp->kind == OPK_LINEAR && tp->op && tp->op->train == COLLOC__TR_MATMUL)) {
 		for (int k = 0; k < 2; k++)
@@ -725,6 +745,8 @@ static int run_backward_op(struct tl *t, const struct colloc__top *tp)
 	} else if (out >= 0 && t->grad[out] >= 0) {
 		flows = true;
 	}
+	if (flows && tp->matmul && (rc = cublas_workspace(t, 1, tp->node)))
+		return rc;
 	if (flows) {
 		if (tp->kind == OPK_CONCAT) {
 			/* cat's backward hands out slices of grad_output. */
@@ -905,7 +927,7 @@ static int seg_recompute(struct tl *t, int r)
 		if (t->wcast[i] >= from)
 			t->wcast[i] = -1;
 	for (int i = from; i < t->n_st; i++)
-		if (t->st[i].alive && i != t->cublas) {
+		if (t->st[i].alive && i != t->cublas[0] && i != t->cublas[1]) {
 			t->st[i].refs = 0;
 			st_release(t, i);
 		}
@@ -1342,7 +1364,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.opts = opts;
 	t.plat = plat;
 	t.ext = ext;
-	t.cublas = -1;
+	t.cublas[0] = t.cublas[1] = -1;
 	t.stop_at = stop_at;
 	t.peak_node = -1;
 	t.tstor = malloc(nt * sizeof(*t.tstor));

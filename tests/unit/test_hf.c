@@ -987,9 +987,11 @@ static void optimizer_step_temporaries(void **state)
 		double lo, hi; /* temporaries at the peak / W */
 	} cases[] = {
 		{COLLOC_OPT_ADAMW, -1, 1e9}, /* lo: every parameter */
+		/* + the two cuBLAS workspaces (main and autograd thread,
+		 * 8.125 MiB each) and 3 MiB of small tensors */
 		{COLLOC_OPT_ADAMW_LOOP, 1,
-		 1 + (512.0 * 768 * 4 + 11 * 1048576) / (23440896 * 4)},
-		{COLLOC_OPT_ADAFACTOR, 2, 2 + 11.0 * 1048576 / (23440896 * 4)},
+		 1 + (512.0 * 768 * 4 + (2 * 8.125 + 3) * 1048576) / (23440896 * 4)},
+		{COLLOC_OPT_ADAFACTOR, 2, 2 + (2 * 8.125 + 3) * 1048576 / (23440896 * 4)},
 		{COLLOC_OPT_ADAM8BIT, 0, 0},
 	};
 	struct colloc_model_opts mo = {0};
