@@ -66,7 +66,8 @@ PLAN = [
 ]
 OPTIMIZERS = ("adam", "sgd", "adamw", "momentum", "rmsprop", "adagrad")
 PRECISIONS = ("fp32", "amp-fp16", "amp-bf16")
-FIELDS = ["model", "batch", "seq", "optimizer", "precision", "iterations", "max_allocated_bytes",
+FIELDS = ["model", "batch", "seq", "optimizer", "precision", "loss", "iterations",
+          "max_allocated_bytes",
           "max_reserved_bytes", "nvml_peak_bytes", "step_s", "gpu", "driver", "cuda", "cudnn",
           "torch", "error"]
 
@@ -1031,6 +1032,8 @@ def main():
             vals = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
             row = {"model": model, "batch": batch, "seq": seq or "", "optimizer": opt,
                    "precision": prec, "iterations": 4,
+                   # the loss child() computes, named as colloc names it (--calibrate reads it)
+                   "loss": "causal-lm" if model in ("gpt2", "distilgpt2") else "cross-entropy",
                    "max_allocated_bytes": vals.get("max_allocated_bytes", ""),
                    "max_reserved_bytes": vals.get("max_reserved_bytes", ""),
                    "nvml_peak_bytes": peak[0] if peak else "", "step_s": vals.get("step_s", ""),

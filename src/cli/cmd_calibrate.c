@@ -5,8 +5,11 @@
  *
  * RUNS.csv: a header naming the columns, then one run per line. Required:
  * model (an .onnx file or zoo name), batch, peak_bytes (measured peak
- * device memory of the run, bytes or a size such as 3.2GiB). Optional:
- * optimizer, precision, loss, dims ("seq=128" or "seq=128;dec_seq=64").
+ * device memory of the run, bytes or a size such as 3.2GiB; the column
+ * nvml_peak_bytes of tools/measure_gpu.py's CSV is taken as it). Optional:
+ * optimizer, precision, loss, dims ("seq=128" or "seq=128;dec_seq=64"),
+ * seq (every sequence dim, as --seq), error (a run with one is skipped:
+ * measure_gpu.py records failed runs so). Other columns are ignored.
  * Lines starting with '#' and blank lines are skipped.
  *
  * The peaks are taken as full-process measurements on a fresh GPU (NVML's
@@ -30,12 +33,13 @@
 #include "colloc/units.h"
 
 #define MAX_RUNS 4096
-#define MAX_COLS 16
+#define MAX_COLS 64
 #define LINE_MAX_BYTES 4096
 
-enum { C_MODEL, C_BATCH, C_PEAK, C_OPT, C_PREC, C_LOSS, C_DIMS, C_COUNT };
-static const char *const col_names[C_COUNT] = {
-	"model", "batch", "peak_bytes", "optimizer", "precision", "loss", "dims"};
+enum { C_MODEL, C_BATCH, C_PEAK, C_OPT, C_PREC, C_LOSS, C_DIMS, C_SEQ, C_ERROR, C_COUNT };
+static const char *const col_names[C_COUNT] = {"model",	    "batch",	 "peak_bytes",
+					       "optimizer", "precision", "loss",
+					       "dims",	    "seq",	 "error"};
 
 /* Split line in place at commas (no quoting: none of the fields needs
  * it); trailing newline and spaces around fields dropped. */
@@ -85,6 +89,9 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 	    cli_parse_precision(f[col[C_PREC]], &o))
 		goto bad;
 	if (col[C_LOSS] >= 0 && f[col[C_LOSS]][0] && cli_parse_loss(f[col[C_LOSS]], &o))
+		goto bad;
+	if (col[C_SEQ] >= 0 && f[col[C_SEQ]][0] &&
+	    (cli_parse_seq(f[col[C_SEQ]], &d) != 0))
 		goto bad;
 	if (col[C_DIMS] >= 0 && f[col[C_DIMS]][0]) {
 		char *save = NULL, *tok;
@@ -140,14 +147,17 @@ static int read_runs(const char *csv, const struct colloc_estimate_opts *base,
 			for (int c = 0; c < C_COUNT; c++) {
 				col[c] = -1;
 				for (int k = 0; k < nf; k++)
-					if (strcmp(f[k], col_names[c]) == 0)
+					if (strcmp(f[k], col_names[c]) == 0 ||
+					    (c == C_PEAK && col[c] < 0 &&
+					     strcmp(f[k], "nvml_peak_bytes") == 0))
 						col[c] = k;
 			}
 			if (col[C_MODEL] < 0 || col[C_BATCH] < 0 || col[C_PEAK] < 0) {
 				cli_error(
 					"%s:%d: the header must name the columns model, "
-					"batch and peak_bytes (optional: optimizer, "
-					"precision, loss, dims)",
+					"batch and peak_bytes or nvml_peak_bytes "
+					"(optional: "
+					"optimizer, precision, loss, dims, seq, error)",
 					csv, lineno);
 				rc = -CLI_ERROR;
 				goto out;
@@ -167,6 +177,11 @@ static int read_runs(const char *csv, const struct colloc_estimate_opts *base,
 				rc = -CLI_ERROR;
 				goto out;
 			}
+		if (col[C_ERROR] >= 0 && f[col[C_ERROR]][0]) {
+			fprintf(stderr, "calibrate: %s:%d: skipped, the run failed: %s\n",
+				csv, lineno, f[col[C_ERROR]]);
+			continue;
+		}
 		if (colloc_parse_size(f[col[C_PEAK]], &measured[n]) || measured[n] == 0) {
 			cli_error("%s:%d: peak_bytes '%s' is not a positive size", csv,
 				  lineno, f[col[C_PEAK]]);

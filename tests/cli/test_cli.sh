@@ -102,6 +102,17 @@ expect calibrate-profile 0 "reserved \\+ 574 MiB CUDA context" "$colloc" estimat
 expect calibrate-subtracted 0 "context_bytes 573.8 MiB" "$colloc" estimate --calibrate "$tmp/runs.csv" --platform rtx3060-cu124-torch26 --context-subtracted
 expect calibrate-out-alone 2 "are for --calibrate" "$colloc" estimate resnet18 --batch 2 --context-subtracted
 expect calibrate-no-base 2 "--calibrate needs --platform BASE" "$colloc" estimate --calibrate "$tmp/runs.csv"
+# tools/measure_gpu.py's own CSV: nvml_peak_bytes is the peak, seq binds
+# every sequence dim, a run with an error is skipped, and the profile's
+# cuDNN context counts only for the graph that convolves (an exact 300 MiB
+# fit needs all three).
+p=h200-141gb-cu130-torch211
+r3=$("$colloc" estimate resnet18 --batch 4 --platform $p --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
+r4=$("$colloc" estimate gpt2 --batch 2 --seq 64 --platform $p --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
+printf 'model,batch,seq,optimizer,precision,iterations,max_allocated_bytes,max_reserved_bytes,nvml_peak_bytes,step_s,gpu,error\nresnet18,4,,adam,fp32,4,1,1,%s,0.1,NVIDIA H200,\ngpt2,2,64,adam,fp32,4,1,1,%s,0.1,NVIDIA H200,\nvgg16,512,,adam,fp32,4,0,0,,,NVIDIA H200,OutOfMemoryError\n' \
+	$((r3 + 18874368 + 314572800 + 639631360)) $((r4 + 314572800 + 639631360)) >"$tmp/gpu.csv"
+expect calibrate-measure-gpu 0 "context_bytes 300.0 MiB" "$colloc" estimate --calibrate "$tmp/gpu.csv" --platform $p
+expect calibrate-skips-failed 0 "gpu.csv:4: skipped, the run failed: OutOfMemoryError" "$colloc" estimate --calibrate "$tmp/gpu.csv" --platform $p
 printf 'model,batch\nresnet18,2\n' >"$tmp/bad.csv"
 expect calibrate-bad-header 1 "must name the columns model, batch and peak_bytes" "$colloc" estimate --calibrate "$tmp/bad.csv" --platform rtx3060-cu124-torch26
 printf 'model,batch,peak_bytes\nresnet18,2,lots\n' >"$tmp/bad.csv"
