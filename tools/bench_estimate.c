@@ -651,10 +651,10 @@ struct gpu_row {
 	double est[2][GR_COUNT]; /* [profile][quantity] */
 };
 
-static int gpu_row_estimate(struct gpu_row *r, const char *pname, double *est,
-			    struct colloc_diag *diag)
+/* Row r under profile pname, from m (opened once per row). */
+static int gpu_row_estimate(const struct gpu_row *r, struct colloc_model *m,
+			    const char *pname, double *est, struct colloc_diag *diag)
 {
-	struct colloc_model *m = NULL;
 	struct colloc_platform plat;
 	struct colloc_estimate_opts o;
 	struct colloc_estimate e;
@@ -666,8 +666,7 @@ static int gpu_row_estimate(struct gpu_row *r, const char *pname, double *est,
 		md.dims = &dec; /* measure_gpu.py binds seq and dec_seq alike */
 		md.n_dims = 1;
 	}
-	if ((rc = colloc_platform_load(pname, &plat, diag)) ||
-	    (rc = colloc_model_open(r->model, NULL, &m, diag)))
+	if ((rc = colloc_platform_load(pname, &plat, diag)))
 		return rc;
 	colloc_estimate_opts_init(&o);
 	o.optimizer = optimizer_of(r->opt);
@@ -680,17 +679,15 @@ static int gpu_row_estimate(struct gpu_row *r, const char *pname, double *est,
 	o.platform = &plat;
 	o.iterations = 4; /* the measured loop ran 4 iterations */
 	if (o.optimizer < 0)
-		rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown optimizer %s", r->opt);
-	if (!rc)
-		rc = colloc_estimate_model(m, &md, &o, &e, diag);
-	if (!rc) {
-		est[GR_ALLOC] = (double)e.peak_allocated_bytes;
-		est[GR_RESERVED] = (double)e.peak_reserved_bytes;
-		est[GR_DEVICE] = (double)e.peak_device_bytes;
-		est[GR_UPPER] = (double)e.peak_device_upper_bytes;
-	}
-	colloc_model_destroy(m);
-	return rc;
+		return colloc_diag_set(diag, COLLOC_EUSAGE, "unknown optimizer %s",
+				       r->opt);
+	if ((rc = colloc_estimate_model(m, &md, &o, &e, diag)))
+		return rc;
+	est[GR_ALLOC] = (double)e.peak_allocated_bytes;
+	est[GR_RESERVED] = (double)e.peak_reserved_bytes;
+	est[GR_DEVICE] = (double)e.peak_device_bytes;
+	est[GR_UPPER] = (double)e.peak_device_upper_bytes;
+	return 0;
 }
 
 static void gpu_summary(const char *label, const struct gpu_row *rows, int n, int prof,
@@ -721,6 +718,7 @@ static void gpu_rows(bool show)
 					     "h200-141gb-cu124-torch26"};
 	char path[4096], hline[4096], line[4096], *hdr[40], *f[40];
 	int nh, n = 0, c[9];
+	const char *missing;
 	static const char *const cols[9] = {"model",
 					    "batch",
 					    "seq",
@@ -740,18 +738,15 @@ static void gpu_rows(bool show)
 		printf("\nH200 runs: %s not found; skipped\n", path);
 		return;
 	}
-	for (int k = 0; k < 9; k++)
-		c[k] = tool_csv_col(hdr, nh, cols[k]);
-	for (int k = 0; k < 9; k++)
-		if (c[k] < 0) {
-			printf("\nH200 runs: %s has no column %s; skipped\n", path,
-			       cols[k]);
-			fclose(fp);
-			return;
-		}
+	if ((missing = tool_csv_cols(hdr, nh, cols, c, 9))) {
+		printf("\nH200 runs: %s has no column %s; skipped\n", path, missing);
+		fclose(fp);
+		return;
+	}
 	while (n < GPU_ROWS_MAX && fgets(line, sizeof(line), fp)) {
 		struct gpu_row *r = &rows[n];
 		struct colloc_diag diag = {{0}};
+		struct colloc_model *m = NULL;
 
 		if (tool_csv_split(line, f, 40) < nh || atof(f[c[7]]) <= 0)
 			continue;
@@ -764,14 +759,19 @@ static void gpu_rows(bool show)
 		r->truth[GR_ALLOC] = atof(f[c[5]]);
 		r->truth[GR_RESERVED] = atof(f[c[6]]);
 		r->truth[GR_DEVICE] = r->truth[GR_UPPER] = atof(f[c[7]]);
-		for (int p = 0; p < 2; p++) {
+		for (int p = 0; p < 2; p++)
 			for (int q = 0; q < GR_COUNT; q++)
 				r->est[p][q] = NO_VALUE;
-			if (gpu_row_estimate(r, profs[p], r->est[p], &diag))
+		if (colloc_model_open(r->model, NULL, &m, &diag)) {
+			fprintf(stderr, "bench_estimate: %s: %s\n", r->model, diag.msg);
+			continue;
+		}
+		for (int p = 0; p < 2; p++)
+			if (gpu_row_estimate(r, m, profs[p], r->est[p], &diag))
 				fprintf(stderr, "bench_estimate: %s b%lld on %s: %s\n",
 					r->model, (long long)r->batch, profs[p],
 					diag.msg);
-		}
+		colloc_model_destroy(m);
 		n++;
 	}
 	fclose(fp);

@@ -691,7 +691,10 @@ static void bench_h200(void)
 	char *hdr[64], *f[64];
 	static double step[2][MAX_ROWS], meas[MAX_ROWS], util[2][MAX_ROWS],
 		mutil[MAX_ROWS], cut[MAX_ROWS];
-	int nh, n = 0, cm, cb, cs, cp, cstep, cutil;
+	static const char *const cols[6] = {
+		"model", "batch", "seq", "precision", "step_ms_median", "util_gpu_pct"};
+	int nh, n = 0, c[6], cm, cb, cs, cp, cstep, cutil;
+	const char *missing;
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/measurements/perf/h200-host.txt", data_dir);
@@ -705,19 +708,18 @@ static void bench_h200(void)
 		printf("6. H200 runs: %s not found; skipped\n\n", path);
 		return;
 	}
-	cm = tool_csv_col(hdr, nh, "model");
-	cb = tool_csv_col(hdr, nh, "batch");
-	cs = tool_csv_col(hdr, nh, "seq");
-	cp = tool_csv_col(hdr, nh, "precision");
-	cstep = tool_csv_col(hdr, nh, "step_ms_median");
-	cutil = tool_csv_col(hdr, nh, "util_gpu_pct");
+	if ((missing = tool_csv_cols(hdr, nh, cols, c, 6))) {
+		printf("6. H200 runs: %s has no column %s; skipped\n\n", path, missing);
+		fclose(fp);
+		return;
+	}
+	cm = c[0], cb = c[1], cs = c[2], cp = c[3], cstep = c[4], cutil = c[5];
 	while (n < MAX_ROWS && fgets(line, sizeof(line), fp)) {
 		int prec = -1;
 		char gpath[4096];
 		bool ok = true;
 
-		if (cm < 0 || cb < 0 || cs < 0 || cp < 0 || cstep < 0 || cutil < 0 ||
-		    tool_csv_split(line, f, 64) < nh || atof(f[cstep]) <= 0 || !*f[cutil])
+		if (tool_csv_split(line, f, 64) < nh || atof(f[cstep]) <= 0 || !*f[cutil])
 			continue;
 		for (size_t k = 0; k < sizeof(precs) / sizeof(precs[0]); k++)
 			if (strcmp(f[cp], precs[k].name) == 0)
@@ -725,7 +727,7 @@ static void bench_h200(void)
 		if (prec < 0)
 			continue;
 		snprintf(gpath, sizeof(gpath), "%s/zoo/%s.onnx", data_dir, f[cm]);
-		for (int hset = 0; hset < 2 && ok; hset++) {
+		{
 			struct colloc_graph *g = NULL;
 			struct colloc_platform p;
 			struct colloc_diag diag = {{0}};
@@ -737,36 +739,41 @@ static void bench_h200(void)
 							: strcmp(f[cm], "t5_small") == 0
 								? 2
 								: 1};
-			struct colloc_perf_opts o;
-			struct colloc_perf r;
 
-			ok = false;
 			if (colloc_platform_load(plat, &p, &diag) ||
 			    colloc_onnx_load_file(gpath, NULL, &g, &diag) ||
 			    colloc_graph_infer(g, &bind, &diag)) {
 				fprintf(stderr, "bench_perf: %s: %s\n", gpath, diag.msg);
 				colloc_graph_destroy(g);
-				break;
+				continue;
 			}
 			colloc_graph_cost(g, NULL);
-			colloc_perf_opts_init(&o);
-			o.platform = &p;
-			o.batch = bind.batch;
-			o.optimizer = COLLOC_OPT_ADAM;
-			o.precision = prec;
-			o.loss = strcmp(f[cm], "gpt2") == 0 ? COLLOC_LOSS_CAUSAL_LM
-							    : COLLOC_LOSS_CROSS_ENTROPY;
-			o.input_on_host = false;
-			if (hset) {
-				o.host_op_us = mh.op_us;
-				o.host_bwd_op_us = mh.bwd_op_us;
-			}
-			if (colloc_perf_predict(g, &o, &r, &diag) == 0) {
-				step[hset][n] = r.step_ms;
-				util[hset][n] = 100 * r.gpu_util;
-				ok = true;
-			} else {
-				fprintf(stderr, "bench_perf: %s: %s\n", gpath, diag.msg);
+			/* the same graph, with the default and the measured host */
+			for (int hset = 0; hset < 2 && ok; hset++) {
+				struct colloc_perf_opts o;
+				struct colloc_perf r;
+
+				colloc_perf_opts_init(&o);
+				o.platform = &p;
+				o.batch = bind.batch;
+				o.optimizer = COLLOC_OPT_ADAM;
+				o.precision = prec;
+				o.loss = strcmp(f[cm], "gpt2") == 0
+						 ? COLLOC_LOSS_CAUSAL_LM
+						 : COLLOC_LOSS_CROSS_ENTROPY;
+				o.input_on_host = false;
+				if (hset) {
+					o.host_op_us = mh.op_us;
+					o.host_bwd_op_us = mh.bwd_op_us;
+				}
+				ok = colloc_perf_predict(g, &o, &r, &diag) == 0;
+				if (ok) {
+					step[hset][n] = r.step_ms;
+					util[hset][n] = 100 * r.gpu_util;
+				} else {
+					fprintf(stderr, "bench_perf: %s: %s\n", gpath,
+						diag.msg);
+				}
 			}
 			colloc_graph_destroy(g);
 		}

@@ -46,6 +46,19 @@ int tool_csv_col(char **hdr, int n, const char *name)
 	return -1;
 }
 
+const char *tool_csv_cols(char **hdr, int n, const char *const *names, int *idx,
+			  int count)
+{
+	const char *missing = NULL;
+
+	for (int k = 0; k < count; k++) {
+		idx[k] = tool_csv_col(hdr, n, names[k]);
+		if (idx[k] < 0 && !missing)
+			missing = names[k];
+	}
+	return missing;
+}
+
 FILE *tool_csv_open(const char *path, char *hline, int hline_len, char **hdr, int max,
 		    int *nh)
 {

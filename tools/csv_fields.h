@@ -16,6 +16,11 @@ int tool_csv_split(char *line, char **f, int max);
 /* Index of the header field called name in hdr[0..n), or -1. */
 int tool_csv_col(char **hdr, int n, const char *name);
 
+/* idx[k] = tool_csv_col(hdr, n, names[k]) for k < count. Returns the
+ * first name the header lacks, or NULL when it has them all. */
+const char *tool_csv_cols(char **hdr, int n, const char *const *names, int *idx,
+			  int count);
+
 /* Open the CSV at path and split its header line (read into
  * hline[0..hline_len)) into hdr[0..max); *nh gets the field count. NULL
  * when the file cannot be opened or is empty. */

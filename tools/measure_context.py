@@ -121,19 +121,6 @@ def child(dry):
             report(stage, f"{type(e).__name__}: {e}"[:200])
 
 
-def versions(dry):
-    import torch
-    v = {"torch": torch.__version__, "cuda": str(torch.version.cuda),
-         "cudnn": str(torch.backends.cudnn.version()), "gpu": "cpu (dry run)", "driver": ""}
-    if not dry:
-        v["gpu"] = torch.cuda.get_device_name(0)
-        nv, _ = nvml_handle()
-        if nv:
-            d = nv.nvmlSystemGetDriverVersion()
-            v["driver"] = d.decode() if isinstance(d, bytes) else d
-    return v
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -145,7 +132,9 @@ def main():
         child(a.dry_run)
         return 0
     nv, h = (None, None) if a.dry_run else nvml_handle()
-    ver = versions(a.dry_run)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import measure_gpu  # noqa: E402 - its versions(), the same columns on every CSV
+    ver = measure_gpu.versions(a.dry_run)
     rows = 0
     with open(a.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)

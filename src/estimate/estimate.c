@@ -185,6 +185,15 @@ static uint64_t step_bytes(const struct colloc_graph *g, int t, bool half)
 	return half && colloc_dtype_size(g->tensors[t].dtype) == 4 ? b / 2 : b;
 }
 
+/* Whether a step runs a convolution kernel (bound() counts the same). */
+static bool convolves(const struct colloc_graph *g, const struct colloc__top *tops)
+{
+	for (int k = 0; k < g->n_nodes; k++)
+		if (tops[k].kind == OPK_CONV && tops[k].fwd != FWD_SKIP)
+			return true;
+	return false;
+}
+
 /* The upper bound's two terms (colloc/estimate.h says why each). */
 static void bound(const struct colloc_graph *g, const struct colloc__top *tops,
 		  const struct colloc_estimate_opts *opts, struct colloc_estimate *out)
@@ -306,11 +315,8 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 	context = (opts->context_bytes >= 0 ? (uint64_t)opts->context_bytes
 					    : plat->context_bytes) +
 		  (opts->exclude_cuda_context ? 0 : plat->cuda_context_bytes);
-	for (int i = 0; i < g->n_nodes; i++)
-		if (tops[i].kind == OPK_CONV) { /* cuDNN is loaded once */
-			context += plat->cudnn_context_bytes;
-			break;
-		}
+	if (convolves(g, tops)) /* cuDNN is loaded once */
+		context += plat->cudnn_context_bytes;
 	out->peak_allocated_bytes = r1.peak_allocated;
 	out->peak_reserved_bytes = r1.peak_reserved;
 	out->peak_device_bytes = r1.peak_reserved + context;
