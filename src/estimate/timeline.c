@@ -70,6 +70,10 @@ struct tl {
 	int (*saved)[6]; /* node -> storages it saved, -1 terminated */
 	uint8_t *esz; /* graph tensor -> element size at run time (autocast) */
 	int *wcast; /* parameter -> its autocast (half) copy, -1 if none */
+	/* graph tensor -> the trainable parameter it reads through
+	 * Transpose / Cast / Identity (colloc__param_source), -1 if none;
+	 * computed once, asked for at every op of every replayed pass */
+	int *psrc;
 	/* loop optimizers: each parameter's state pieces (tensor i, piece k
 	 * at i * COLLOC__OPT_MAX_PIECES + k; -1: none) */
 	int *ostate;
@@ -104,6 +108,11 @@ struct tl {
 	uint64_t stop_at; /* explain pass: stop replaying after this event */
 	bool stopped;
 };
+
+static int psrc(const struct tl *t, int x)
+{
+	return x >= 0 ? t->psrc[x] : -1;
+}
 
 #define ROLE_OUT "output of"
 
@@ -392,7 +401,7 @@ static int amp_prepare(struct tl *t, const struct colloc__top *tp, int *casts)
 
 			if (in < 0)
 				continue;
-			p = colloc__param_source(g, in);
+			p = psrc(t, in);
 			if (p >= 0) {
 				if (cls != AMP_LOW)
 					continue;
@@ -441,8 +450,7 @@ static int amp_prepare(struct tl *t, const struct colloc__top *tp, int *casts)
 			for (int i = 0; i < n->n_inputs; i++) {
 				int in = n->inputs[i];
 
-				if (in >= 0 && colloc__param_source(g, in) >= 0 &&
-				    out_esz < 4)
+				if (in >= 0 && psrc(t, in) >= 0 && out_esz < 4)
 					out_esz = 4;
 			}
 	}
@@ -499,8 +507,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 	if (tp->kind == OPK_MATMUL ||
 	    (tp->kind == OPK_LINEAR && tp->op && tp->op->train == COLLOC__TR_MATMUL)) {
 		for (int k = 0; k < 2; k++)
-			if (tp->in[k] >= 0 && colloc__param_source(g, tp->in[k]) < 0 &&
-			    casts[k] < 0) {
+			if (tp->in[k] >= 0 && psrc(t, tp->in[k]) < 0 && casts[k] < 0) {
 				rc = matmul_operand(t, tp->in[k], tp->kind == OPK_LINEAR,
 						    &copies[k]);
 				if (rc)
@@ -644,8 +651,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 	 * autocast that is the half copy, which is not a parameter. */
 	if (t->amp && (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR))
 		for (int k = 0; k < 2; k++)
-			if (casts[k] >= 0 && tp->in[k] >= 0 &&
-			    colloc__param_source(t->g, tp->in[k]) >= 0)
+			if (casts[k] >= 0 && tp->in[k] >= 0 && psrc(t, tp->in[k]) >= 0)
 				save(t, tp->node, casts[k]);
 	for (int k = 0; k < 2; k++)
 		if (copies[k] >= 0)
@@ -684,7 +690,7 @@ static int run_forward_op(struct tl *t, const struct colloc__top *tp)
 
 static int grad_into(struct tl *t, int in, int from_out, bool as_view)
 {
-	int p = colloc__param_source(t->g, in), s, rc;
+	int p = psrc(t, in), s, rc;
 	uint64_t bytes = p >= 0 ? colloc_tensor_bytes(T(t, p)) : tbytes(t, in);
 
 	if (p >= 0) {
@@ -759,7 +765,7 @@ static int run_backward_op(struct tl *t, const struct colloc__top *tp)
 
 				if (in < 0)
 					continue;
-				if (colloc__param_source(t->g, in) < 0 && !t->req[in])
+				if (psrc(t, in) < 0 && !t->req[in])
 					continue;
 				rc = grad_into(t, in, out, tp->grad_view && k == 0);
 			}
@@ -769,8 +775,7 @@ static int run_backward_op(struct tl *t, const struct colloc__top *tp)
 			    tp->kind == OPK_CONV || tp->kind == OPK_LINEAR) {
 				for (int i = 0; i < n->n_inputs && !rc; i++) {
 					int in = n->inputs[i];
-					int p = in >= 0 ? colloc__param_source(t->g, in)
-							: -1;
+					int p = in >= 0 ? psrc(t, in) : -1;
 
 					if (p < 0 ||
 					    (tp->kind == OPK_BATCHNORM && i >= 3))
@@ -974,12 +979,10 @@ static void compute_uses_and_req(struct tl *t)
 			for (int j = 0; j < tp->n_in; j++)
 				if (tp->in[j] >= 0) {
 					t->uses[tp->in[j]]++;
-					r |= t->req[tp->in[j]] ||
-					     colloc__param_source(g, tp->in[j]) >= 0;
+					r |= t->req[tp->in[j]] || psrc(t, tp->in[j]) >= 0;
 				}
 			for (int i = 0; i < n->n_inputs; i++)
-				if (n->inputs[i] >= 0 &&
-				    colloc__param_source(g, n->inputs[i]) >= 0)
+				if (n->inputs[i] >= 0 && psrc(t, n->inputs[i]) >= 0)
 					r = true;
 		}
 		if (tp->kind == OPK_SPLIT) {
@@ -1376,6 +1379,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.saved = malloc(((size_t)g->n_nodes + 1) * sizeof(*t.saved));
 	t.esz = malloc(nt * sizeof(*t.esz));
 	t.wcast = malloc(nt * sizeof(*t.wcast));
+	t.psrc = malloc(nt * sizeof(*t.psrc));
 	t.ostate = malloc(nt * COLLOC__OPT_MAX_PIECES * sizeof(*t.ostate));
 	t.oshared[0] = t.oshared[1] = -1;
 	t.amp = opts->precision == COLLOC_PREC_AMP_FP16 ||
@@ -1383,8 +1387,11 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	colloc__shard_of(opts, &t.sh);
 	prev_in = malloc(((size_t)n_in + 1) * sizeof(*prev_in));
 	if (!t.tstor || !t.strides || !t.uses || !t.req || !t.grad || !t.pgrad ||
-	    !t.saved || !prev_in || !t.ostate)
+	    !t.saved || !prev_in || !t.ostate || !t.esz || !t.wcast || !t.psrc)
 		goto out;
+	for (int i = 0; i < g->n_tensors; i++)
+		t.psrc[i] = colloc__param_source(g, i);
+	t.psrc[g->n_tensors] = -1;
 	memset(t.pgrad, 0xff, nt * sizeof(*t.pgrad));
 	memset(t.ostate, 0xff, nt * COLLOC__OPT_MAX_PIECES * sizeof(*t.ostate));
 	memset(t.wcast, 0xff, nt * sizeof(*t.wcast));
@@ -1635,6 +1642,7 @@ out:
 	free(t.saved);
 	free(t.esz);
 	free(t.wcast);
+	free(t.psrc);
 	free(t.ostate);
 	free(t.seg_of);
 	free(t.hold);
