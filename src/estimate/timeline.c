@@ -994,11 +994,27 @@ static void compute_uses_and_req(struct tl *t)
 				r && colloc_dtype_is_float(g->tensors[tp->out].dtype);
 		}
 	}
+	/* A graph output has one more reader: model(x) returns it, so it is
+	 * not freed when the op that makes it ends (the loop below hands
+	 * that reference to the Python name `out`, or drops it for outputs
+	 * the loss does not read). */
+	for (int o = 0; o < g->n_outputs; o++)
+		if (g->outputs[o] >= 0)
+			t->uses[g->outputs[o]]++;
 }
 
 static int first_output(const struct colloc_graph *g)
 {
 	return g->n_outputs > 0 ? g->outputs[0] : -1;
+}
+
+/* Does the cross-entropy of output y run in float32 although y is half
+ * precision? Autocast's rule for log_softmax; pure half-precision training
+ * (no autocast) keeps the logits' type. */
+static bool loss_upcast(const struct tl *t, int y)
+{
+	return t->amp && y >= 0 && t->esz[y] > 0 && t->esz[y] < 4 &&
+	       colloc_dtype_is_float(t->g->tensors[y].dtype);
 }
 
 static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
@@ -1015,6 +1031,8 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 		return 0;
 	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
 	    t->opts->loss == COLLOC_LOSS_CAUSAL_LM) {
+		int wide = -1;
+
 		if (t->opts->loss == COLLOC_LOSS_CAUSAL_LM && yt->rank == 3 &&
 		    yt->shape[1] > 1) {
 			/* Causal-LM loss as Hugging Face writes it: the logits
@@ -1026,11 +1044,23 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 			if (rc)
 				return rc;
 		}
+		if (loss_upcast(t, y)) {
+			/* Under autocast log_softmax runs in float32
+			 * (fp32_set_opt_dtype in ATen's autocast_mode.cpp): it
+			 * converts its half input, a copy dropped when it
+			 * returns, and keeps a float32 result. */
+			bytes = bytes / t->esz[y] * 4;
+			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
+				    "float32 copy of the logits for the loss", &wide);
+			if (rc)
+				return rc;
+		}
 		/* log_softmax keeps its result for backward. */
 		rc = st_new(t, bytes, COLLOC_MEM_ACTIVATION, -1,
 			    "log_softmax of the loss", logp_st);
 		if (rc)
 			return rc;
+		st_free(t, wide);
 		if (*logp_st >= 0) {
 			t->st[*logp_st].savers = 1;
 			if (!t->st[*logp_st].counted) {
@@ -1083,6 +1113,8 @@ static int run_loss_backward(struct tl *t, int logp_st)
 		    yt->shape[1] > 1)
 			sb = bytes / (uint64_t)yt->shape[1] *
 			     (uint64_t)(yt->shape[1] - 1);
+		if (loss_upcast(t, y))
+			sb = sb / t->esz[y] * 4;
 		/* nll_loss backward: a zero-filled gradient of log_softmax's
 		 * output; log_softmax backward: the gradient of its input. */
 		rc = st_new(t, sb, COLLOC_MEM_TEMPORARY, -1, "gradient of log_softmax",
@@ -1099,9 +1131,22 @@ static int run_loss_backward(struct tl *t, int logp_st)
 			t->st[logp_st].savers = 0;
 			st_release(t, logp_st);
 		}
+		if (loss_upcast(t, y)) {
+			/* the float32 conversion's backward: the gradient
+			 * converted back to the logits' type */
+			int narrow;
+
+			rc = st_new(t, sb / 4 * t->esz[y], COLLOC_MEM_TEMPORARY, -1,
+				    "gradient of the logits", &narrow);
+			if (rc)
+				return rc;
+			st_free(t, glogp);
+			glogp = narrow;
+			sb = sb / 4 * t->esz[y];
+		}
 		if (sb != bytes) {
-			/* the shift's backward (zeros of the full logits, the
-			 * shifted gradient copied in) or the cast's backward */
+			/* the shift's backward: zeros of the full logits, the
+			 * shifted gradient copied in */
 			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
 				    "gradient of the logits", &t->grad[y]);
 			if (rc)
