@@ -110,6 +110,23 @@ def nvml_peak(pid, stop, result):
     result.append(peak)
 
 
+def memory_loop_loss(torch, model, inputs, crit, model_name, dev):
+    """out = model(x); loss = crit(out, y) as the memory runs write it, with a new random target
+    each time; language models take the next-token loss (gpt2, distilgpt2: the logits shifted by
+    one, a copy, as colloc's causal-lm). Returns (out, logits, target, loss): the caller holds all
+    four names until the next iteration replaces them, as the measured loop did (so the shifted
+    copy of gpt2 stays alive through backward)."""
+    out = model(*inputs)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    if out.dim() == 3:
+        logits = out[:, :-1].contiguous() if model_name in ("gpt2", "distilgpt2") else out
+        target = torch.randint(0, logits.shape[-1], logits.shape[:-1], device=dev)
+        return out, logits, target, crit(logits.reshape(-1, logits.shape[-1]),
+                                         target.reshape(-1))
+    target = torch.randint(0, out.shape[-1], (out.shape[0],), device=dev)
+    return out, out, target, crit(out, target)
+
+
 def child(model_name, batch, seq, opt_name, prec, dry):
     """One configuration, in its own process: prints one CSV row's values as key=value."""
     import torch
@@ -137,14 +154,8 @@ def child(model_name, batch, seq, opt_name, prec, dry):
     for _ in range(4):
         with torch.autocast(device_type="cuda", dtype=amp_dtype or torch.float16,
                             enabled=amp_dtype is not None and not dry):
-            out = model(*inputs)
-            out = out[0] if isinstance(out, (tuple, list)) else out
-            if out.dim() == 3:  # language models: next-token loss, as colloc's causal-lm
-                logits = out[:, :-1].contiguous() if model_name in ("gpt2", "distilgpt2") else out
-                target = torch.randint(0, logits.shape[-1], logits.shape[:-1], device=dev)
-                loss = crit(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
-            else:
-                loss = crit(out, torch.randint(0, out.shape[-1], (out.shape[0],), device=dev))
+            out, logits, target, loss = memory_loop_loss(torch, model, inputs, crit,
+                                                         model_name, dev)
         opt.zero_grad()
         scaler.scale(loss).backward()
         scaler.step(opt)

@@ -57,6 +57,7 @@ def child(model_name, batch, seq):
     import torch
     sys.path.insert(0, HERE)
     import export_zoo
+    import measure_gpu
     spec = [s for s in export_zoo.zoo() if s.name == model_name][0]
     model = spec.build().cuda()
     model.train()
@@ -64,15 +65,10 @@ def child(model_name, batch, seq):
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     crit = torch.nn.CrossEntropyLoss()
     torch.cuda.memory._record_memory_history(max_entries=200000)
+    dev = torch.device("cuda")
     for _ in range(3):  # measure_gpu.py's loop, variables held as there
-        out = model(*inputs)
-        out = out[0] if isinstance(out, (tuple, list)) else out
-        if out.dim() == 3:
-            logits = out[:, :-1].contiguous() if model_name in ("gpt2", "distilgpt2") else out
-            target = torch.randint(0, logits.shape[-1], logits.shape[:-1], device="cuda")
-            loss = crit(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
-        else:
-            loss = crit(out, torch.randint(0, out.shape[-1], (out.shape[0],), device="cuda"))
+        out, logits, target, loss = measure_gpu.memory_loop_loss(torch, model, inputs, crit,
+                                                                 model_name, dev)
         opt.zero_grad()
         loss.backward()
         opt.step()
