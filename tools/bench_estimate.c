@@ -673,9 +673,10 @@ static int gpu_row_estimate(const struct gpu_row *r, struct colloc_model *m,
 	o.precision = strcmp(r->prec, "amp-fp16") == 0	 ? COLLOC_PREC_AMP_FP16
 		      : strcmp(r->prec, "amp-bf16") == 0 ? COLLOC_PREC_AMP_BF16
 							 : COLLOC_PREC_FP32;
-	/* measure_gpu.py: GPT-2 gets the next-token loss on logits[:, :-1] */
+	/* measure_gpu.py: GPT-2 gets the next-token loss on logits[:, :-1],
+	 * shifted in the loop, whose name `logits` keeps the copy */
 	if (strcmp(r->model, "gpt2") == 0)
-		o.loss = COLLOC_LOSS_CAUSAL_LM;
+		o.loss = COLLOC_LOSS_CAUSAL_LM_LOOP;
 	o.platform = &plat;
 	o.iterations = 4; /* the measured loop ran 4 iterations */
 	if (o.optimizer < 0)

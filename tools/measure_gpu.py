@@ -1043,8 +1043,10 @@ def main():
             vals = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
             row = {"model": model, "batch": batch, "seq": seq or "", "optimizer": opt,
                    "precision": prec, "iterations": 4,
-                   # the loss child() computes, named as colloc names it (--calibrate reads it)
-                   "loss": "causal-lm" if model in ("gpt2", "distilgpt2") else "cross-entropy",
+                   # the loss child() computes, named as colloc names it (--calibrate reads
+                   # it): the shift is in the loop, whose name `logits` keeps the copy
+                   "loss": ("causal-lm-loop" if model in ("gpt2", "distilgpt2")
+                            else "cross-entropy"),
                    "max_allocated_bytes": vals.get("max_allocated_bytes", ""),
                    "max_reserved_bytes": vals.get("max_reserved_bytes", ""),
                    "nvml_peak_bytes": peak[0] if peak else "", "step_s": vals.get("step_s", ""),

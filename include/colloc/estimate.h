@@ -64,8 +64,14 @@ enum colloc_loss {
 	COLLOC_LOSS_MSE,
 	COLLOC_LOSS_NONE, /* the graph's first output is the loss already */
 	COLLOC_LOSS_CAUSAL_LM, /* cross-entropy on logits[:, :-1] (Hugging Face) */
+	/* the same shift written in the training loop
+	 * (logits = out[:, :-1].contiguous(); loss = crit(logits, y)): the
+	 * shifted copy is held by its name until the next iteration's */
+	COLLOC_LOSS_CAUSAL_LM_LOOP,
 	COLLOC_LOSS_COUNT_
 };
+/* Does the loss shift the logits by one (causal-lm, causal-lm-loop)? */
+bool colloc_loss_shifts(int loss);
 
 /*
  * Data-parallel training on several GPUs (colloc_estimate_opts.parallel,

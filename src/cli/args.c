@@ -135,9 +135,9 @@ int cli_parse_safety(const char *arg, struct colloc_estimate_opts *o)
 int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o)
 {
 	if ((o->loss = colloc_loss_parse(arg)) < 0) {
-		cli_error(
-			"--loss: '%s' is not one of cross-entropy, causal-lm, mse, none",
-			arg);
+		cli_error("--loss: '%s' is not one of cross-entropy, causal-lm, "
+			  "causal-lm-loop, mse, none",
+			  arg);
 		return CLI_USAGE;
 	}
 	return 0;

@@ -16,7 +16,7 @@
 static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16", "amp-bf16",
 							   "tf32"};
 static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse", "none",
-							   "causal-lm"};
+							   "causal-lm", "causal-lm-loop"};
 static const char *const phase_names[] = {"setup", "forward", "loss", "backward",
 					  "optimizer"};
 static const char *const kind_names[COLLOC_MEM_KIND_COUNT_] = {
@@ -76,6 +76,11 @@ int colloc_precision_parse(const char *s)
 int colloc_loss_parse(const char *s)
 {
 	return parse_in(loss_names, COLLOC_LOSS_COUNT_, s);
+}
+
+bool colloc_loss_shifts(int loss)
+{
+	return loss == COLLOC_LOSS_CAUSAL_LM || loss == COLLOC_LOSS_CAUSAL_LM_LOOP;
 }
 
 static const char *const par_names[COLLOC_PAR_COUNT_] = {"none",  "ddp",   "zero1",

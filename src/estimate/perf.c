@@ -699,7 +699,7 @@ static void loss(struct step *st, bool bwd_pass)
 			   h);
 		return;
 	}
-	if (st->o->loss == COLLOC_LOSS_CAUSAL_LM && !bwd_pass) /* logits[:, :-1] copy */
+	if (colloc_loss_shifts(st->o->loss) && !bwd_pass) /* logits[:, :-1] copy */
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, 2 * b, 0, h);
 	/* log_softmax + nll_loss; backward: nll grad (zeros + scatter) then
 	 * log_softmax backward */

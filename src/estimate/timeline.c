@@ -107,6 +107,7 @@ struct tl {
 	uint64_t peak_kind[COLLOC_MEM_KIND_COUNT_];
 	uint64_t stop_at; /* explain pass: stop replaying after this event */
 	bool stopped;
+	int held_shift; /* causal-lm-loop: the loop's shifted logits, -1 */
 };
 
 static int psrc(const struct tl *t, int x)
@@ -1030,10 +1031,10 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 	if (!yt)
 		return 0;
 	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
-	    t->opts->loss == COLLOC_LOSS_CAUSAL_LM) {
+	    colloc_loss_shifts(t->opts->loss)) {
 		int wide = -1;
 
-		if (t->opts->loss == COLLOC_LOSS_CAUSAL_LM && yt->rank == 3 &&
+		if (colloc_loss_shifts(t->opts->loss) && yt->rank == 3 &&
 		    yt->shape[1] > 1) {
 			/* Causal-LM loss as Hugging Face writes it: the logits
 			 * shifted by one and made contiguous, a copy. */
@@ -1069,9 +1070,18 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 			}
 		}
 		if (*shift_st >= 0) {
-			/* contiguous() copy is read by log_softmax and dropped. */
-			t->st[*shift_st].refs = 0;
-			st_release(t, *shift_st);
+			/* causal-lm: the contiguous() copy is read by log_softmax
+			 * and dropped when the model's forward returns;
+			 * causal-lm-loop: the loop's name `logits` holds it until
+			 * the next iteration's copy replaces it. */
+			if (t->opts->loss == COLLOC_LOSS_CAUSAL_LM_LOOP) {
+				t->st[*shift_st].refs = 1;
+				st_unref(t, t->held_shift);
+				t->held_shift = *shift_st;
+			} else {
+				t->st[*shift_st].refs = 0;
+				st_release(t, *shift_st);
+			}
 			*shift_st = -1;
 		}
 	} else if (t->opts->loss == COLLOC_LOSS_MSE) {
@@ -1105,11 +1115,11 @@ static int run_loss_backward(struct tl *t, int logp_st)
 	if (rc)
 		return rc;
 	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
-	    t->opts->loss == COLLOC_LOSS_CAUSAL_LM) {
+	    colloc_loss_shifts(t->opts->loss)) {
 		uint64_t sb = bytes;
 		int glogp;
 
-		if (t->opts->loss == COLLOC_LOSS_CAUSAL_LM && yt->rank == 3 &&
+		if (colloc_loss_shifts(t->opts->loss) && yt->rank == 3 &&
 		    yt->shape[1] > 1)
 			sb = bytes / (uint64_t)yt->shape[1] *
 			     (uint64_t)(yt->shape[1] - 1);
@@ -1415,6 +1425,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 	t.cublas[0] = t.cublas[1] = -1;
 	t.stop_at = stop_at;
 	t.peak_node = -1;
+	t.held_shift = -1;
 	t.tstor = malloc(nt * sizeof(*t.tstor));
 	t.strides = calloc(nt, sizeof(*t.strides));
 	t.uses = calloc(nt, sizeof(*t.uses));
@@ -1523,7 +1534,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			prev_in[k] = s;
 		}
 		if ((opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
-		     opts->loss == COLLOC_LOSS_CAUSAL_LM) &&
+		     colloc_loss_shifts(opts->loss)) &&
 		    g->n_outputs > 0) {
 			/* labels: int64, one per row of the logits */
 			const struct colloc_tensor *y = &g->tensors[g->outputs[0]];
