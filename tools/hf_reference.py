@@ -954,11 +954,14 @@ def main():
                         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
                     inputs = (ids, dec) if t5 else (ids,)
                 else:
-                    labels = ids[:, 1:].reshape(-1).clone()
+                    # Hugging Face's ForCausalLMLoss since transformers 4.49 (colloc's
+                    # causal-lm): the labels shifted by padding with -100, the logits upcast
+                    # (a no-op in float32) and flattened, not copied
+                    labels = F.pad(ids, (0, 1), value=-100)[:, 1:].reshape(-1).clone()
 
                     def loss_fn(logits):
-                        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
-                                               labels)
+                        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                               labels, ignore_index=-100)
                     inputs = (ids,)
 
                 rec = reference_memory.measure_training(model, inputs, labels, loss_fn)

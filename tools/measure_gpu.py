@@ -113,7 +113,7 @@ def nvml_peak(pid, stop, result):
 def memory_loop_loss(torch, model, inputs, crit, model_name, dev):
     """out = model(x); loss = crit(out, y) as the memory runs write it, with a new random target
     each time; language models take the next-token loss (gpt2, distilgpt2: the logits shifted by
-    one, a copy, as colloc's causal-lm). Returns (out, logits, target, loss): the caller holds all
+    one, a copy, colloc's causal-lm-loop). Returns (out, logits, target, loss): the caller holds all
     four names until the next iteration replaces them, as the measured loop did (so the shifted
     copy of gpt2 stays alive through backward)."""
     out = model(*inputs)
@@ -289,13 +289,13 @@ class Job:
               else contextlib.nullcontext()):
             out = self.model(*self.inputs)
             out = out[0] if isinstance(out, (tuple, list)) else out
-            if out.dim() == 3:  # language models; gpt2: next-token loss, as colloc's causal-lm
+            if out.dim() == 3:  # language models; gpt2: next-token loss, colloc's causal-lm-copy
                 causal = self.model_name in ("gpt2", "distilgpt2")
                 logits = out[:, :-1].contiguous() if causal else out
                 if self.target is None:  # made once, outside the timed steps
                     self.target = torch.randint(0, logits.shape[-1], logits.shape[:-1],
                                                 device=self.dev)
-                    self.loss_kind = "causal-lm" if causal else "cross-entropy"
+                    self.loss_kind = "causal-lm-copy" if causal else "cross-entropy"
                 return self.crit(logits.reshape(-1, logits.shape[-1]), self.target.reshape(-1))
             if self.target is None:
                 self.target = torch.randint(0, out.shape[-1], (out.shape[0],), device=self.dev)

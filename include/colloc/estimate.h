@@ -63,14 +63,23 @@ enum colloc_loss {
 	COLLOC_LOSS_CROSS_ENTROPY = 0,
 	COLLOC_LOSS_MSE,
 	COLLOC_LOSS_NONE, /* the graph's first output is the loss already */
-	COLLOC_LOSS_CAUSAL_LM, /* cross-entropy on logits[:, :-1] (Hugging Face) */
-	/* the same shift written in the training loop
+	/* Hugging Face's next-token loss since transformers 4.49
+	 * (ForCausalLMLoss): the labels are shifted (padded with -100), the
+	 * logits are not copied; logits.float() upcasts half logits, autocast
+	 * or not */
+	COLLOC_LOSS_CAUSAL_LM,
+	/* the logits shifted in the training loop
 	 * (logits = out[:, :-1].contiguous(); loss = crit(logits, y)): the
 	 * shifted copy is held by its name until the next iteration's */
 	COLLOC_LOSS_CAUSAL_LM_LOOP,
+	/* the same shift inside the model's forward, the copy dropped when it
+	 * returns: transformers before 4.49 (logits[..., :-1, :].contiguous())
+	 * and models that write their loss that way */
+	COLLOC_LOSS_CAUSAL_LM_COPY,
 	COLLOC_LOSS_COUNT_
 };
-/* Does the loss shift the logits by one (causal-lm, causal-lm-loop)? */
+/* Does the loss copy the logits shifted by one (causal-lm-loop,
+ * causal-lm-copy)? */
 bool colloc_loss_shifts(int loss);
 
 /*
@@ -233,6 +242,9 @@ struct colloc_estimate {
 	/* Bytes autograd saves for backward in one forward pass (unique
 	 * storages; parameters and the model input excluded). */
 	uint64_t saved_activation_bytes;
+	/* ... and beside them, what the loss saves (log_softmax's result for
+	 * the cross-entropy losses, mse_loss's target). */
+	uint64_t loss_saved_bytes;
 	/* Exact sizes of trainable parameters, their gradients and the
 	 * optimizer's GPU state (not rounded by the allocator). */
 	uint64_t param_bytes, grad_bytes, optimizer_state_bytes;

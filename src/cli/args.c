@@ -136,7 +136,7 @@ int cli_parse_loss(const char *arg, struct colloc_estimate_opts *o)
 {
 	if ((o->loss = colloc_loss_parse(arg)) < 0) {
 		cli_error("--loss: '%s' is not one of cross-entropy, causal-lm, "
-			  "causal-lm-loop, mse, none",
+			  "causal-lm-loop, causal-lm-copy, mse, none",
 			  arg);
 		return CLI_USAGE;
 	}

@@ -59,13 +59,16 @@ static const char estimate_usage[] =
 	"  --num-labels N         classification heads: labels (the config's, or 2)\n"
 	"  --freeze PATTERNS      freeze parameters whose names contain one of the\n"
 	"                         comma-separated patterns (ONNX and hf: models)\n"
-	"  --loss NAME            cross-entropy|causal-lm|causal-lm-loop|mse|none\n"
-	"                         (cross-entropy; causal-lm shifts [batch, seq, vocab]\n"
-	"                         logits by one as Hugging Face's *LMHeadModel does,\n"
-	"                         the shifted copy dropped when forward returns;\n"
+	"  --loss NAME            "
+	"cross-entropy|causal-lm|causal-lm-loop|causal-lm-copy|\n"
+	"                         mse|none (cross-entropy; hf: decoders causal-lm).\n"
+	"                         causal-lm: Hugging Face's next-token loss since\n"
+	"                         transformers 4.49, labels shifted, logits not copied;\n"
 	"                         causal-lm-loop: the shift written in the loop,\n"
 	"                         logits = out[:, :-1].contiguous(), held by that\n"
-	"                         name until the next step's)\n"
+	"                         name until the next step's; causal-lm-copy: that\n"
+	"                         copy made inside forward and dropped when it\n"
+	"                         returns (transformers before 4.49)\n"
 	"  --platform NAME        profile from data/platforms/ (default: built-in,\n"
 	"                         an A100-40GB for the step time)\n"
 	"  --data-loader-ms MS    main-thread time per step waiting for data (0)\n"
@@ -305,6 +308,7 @@ static int print_json(const char *model, int64_t batch, const struct est_args *a
 			      cli_json_u64(e->breakdown.optimizer_bytes));
 	cJSON_AddItemToObject(b, "activations_bytes",
 			      cli_json_u64(e->saved_activation_bytes));
+	cJSON_AddItemToObject(b, "loss_saved_bytes", cli_json_u64(e->loss_saved_bytes));
 	cJSON_AddItemToObject(b, "activations_live_bytes",
 			      cli_json_u64(e->breakdown.activations_bytes));
 	cJSON_AddItemToObject(b, "temporaries_bytes",
@@ -439,8 +443,10 @@ static void print_human(const char *model, int64_t batch, const struct est_args 
 	line("temporaries", e->breakdown.temporaries_bytes);
 	line("allocator overhead", e->breakdown.allocator_overhead_bytes);
 	line("context and libraries", e->breakdown.context_bytes);
-	printf("saved for backward by one forward pass: %s\n",
+	printf("saved for backward by one forward pass: %s",
 	       colloc_format_bytes(e->saved_activation_bytes, b1, sizeof(b1)));
+	printf(", by the loss: %s\n",
+	       colloc_format_bytes(e->loss_saved_bytes, b1, sizeof(b1)));
 	if (a->opts.parallel != COLLOC_PAR_NONE) {
 		char b4[32];
 

@@ -57,8 +57,8 @@ static const char submit_usage[] =
 	"    --optimizer NAME   sgd|momentum|adam|adamw|rmsprop|adagrad|adamw-loop|\n"
 	"                       adafactor|adam8bit|adamw8bit (adam)\n"
 	"    --precision NAME   fp32|tf32|amp-fp16|amp-bf16|bf16|fp16 (fp32)\n"
-	"    --loss NAME        cross-entropy|causal-lm|causal-lm-loop|mse|none\n"
-	"                       (cross-entropy)\n"
+	"    --loss NAME        cross-entropy|causal-lm|causal-lm-loop|causal-lm-copy|\n"
+	"                       mse|none (cross-entropy; colloc estimate --help)\n"
 	"    --safety point|bound  send the point estimate (default) or its upper\n"
 	"                       bound as the memory need (`colloc estimate --help`)\n"
 	"    --platform NAME    profile from data/platforms/ for the memory\n"
@@ -223,6 +223,10 @@ static int estimate_need(const struct submit_args *a, struct colloc_model **g,
 		return rc;
 	if (!*g)
 		return CLI_ERROR;
+	/* the model's own loss unless --loss names one, as estimate does
+	 * (causal-lm for a configuration's decoder) */
+	if (!a->have_loss)
+		opts.loss = (*g)->loss;
 	rc = cli_estimate_at(*g, &a->dims, a->dims.batch, &opts, &e, &diag);
 	if (rc) {
 		colloc_model_destroy(*g);

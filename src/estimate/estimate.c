@@ -15,8 +15,8 @@
 
 static const char *const prec_names[COLLOC_PREC_COUNT_] = {"fp32", "amp-fp16", "amp-bf16",
 							   "tf32"};
-static const char *const loss_names[COLLOC_LOSS_COUNT_] = {"cross-entropy", "mse", "none",
-							   "causal-lm", "causal-lm-loop"};
+static const char *const loss_names[COLLOC_LOSS_COUNT_] = {
+	"cross-entropy", "mse", "none", "causal-lm", "causal-lm-loop", "causal-lm-copy"};
 static const char *const phase_names[] = {"setup", "forward", "loss", "backward",
 					  "optimizer"};
 static const char *const kind_names[COLLOC_MEM_KIND_COUNT_] = {
@@ -80,7 +80,7 @@ int colloc_loss_parse(const char *s)
 
 bool colloc_loss_shifts(int loss)
 {
-	return loss == COLLOC_LOSS_CAUSAL_LM || loss == COLLOC_LOSS_CAUSAL_LM_LOOP;
+	return loss == COLLOC_LOSS_CAUSAL_LM_COPY || loss == COLLOC_LOSS_CAUSAL_LM_LOOP;
 }
 
 static const char *const par_names[COLLOC_PAR_COUNT_] = {"none",  "ddp",   "zero1",
@@ -333,6 +333,7 @@ int colloc__estimate_run_ext(const struct colloc_graph *g,
 	out->breakdown.allocator_overhead_bytes = r1.peak_reserved - r1.peak_allocated;
 	out->breakdown.context_bytes = context;
 	out->saved_activation_bytes = r1.saved_bytes_forward;
+	out->loss_saved_bytes = r1.saved_bytes_with_loss - r1.saved_bytes_forward;
 	{
 		/* Exact (unrounded) sizes, as torch reports tensor nbytes. */
 		struct colloc_param_totals pt;

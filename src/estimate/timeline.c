@@ -1014,8 +1014,18 @@ static int first_output(const struct colloc_graph *g)
  * (no autocast) keeps the logits' type. */
 static bool loss_upcast(const struct tl *t, int y)
 {
-	return t->amp && y >= 0 && t->esz[y] > 0 && t->esz[y] < 4 &&
+	/* Hugging Face's ForCausalLMLoss calls logits.float() itself */
+	return (t->amp || t->opts->loss == COLLOC_LOSS_CAUSAL_LM) && y >= 0 &&
+	       t->esz[y] > 0 && t->esz[y] < 4 &&
 	       colloc_dtype_is_float(t->g->tensors[y].dtype);
+}
+
+/* Is the loss log_softmax + nll_loss over the last dimension of the first
+ * output (cross-entropy and the causal-LM losses)? */
+static bool loss_is_ce(int loss)
+{
+	return loss == COLLOC_LOSS_CROSS_ENTROPY || loss == COLLOC_LOSS_CAUSAL_LM ||
+	       colloc_loss_shifts(loss);
 }
 
 static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
@@ -1030,14 +1040,14 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 	t->node = -1;
 	if (!yt)
 		return 0;
-	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
-	    colloc_loss_shifts(t->opts->loss)) {
+	if (loss_is_ce(t->opts->loss)) {
 		int wide = -1;
 
 		if (colloc_loss_shifts(t->opts->loss) && yt->rank == 3 &&
 		    yt->shape[1] > 1) {
-			/* Causal-LM loss as Hugging Face writes it: the logits
-			 * shifted by one and made contiguous, a copy. */
+			/* The logits shifted by one and made contiguous, a
+			 * copy (causal-lm-copy, causal-lm-loop; causal-lm
+			 * shifts the labels instead). */
 			bytes = bytes / (uint64_t)yt->shape[1] *
 				(uint64_t)(yt->shape[1] - 1);
 			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
@@ -1069,8 +1079,12 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 				t->saved_bytes += t->st[*logp_st].bytes;
 			}
 		}
+		/* nll_loss saves its total_weight too, a 0-dim tensor of the
+		 * log-probabilities' type (counted; its one small block, like
+		 * the loss's own, is below the allocator's resolution here) */
+		t->saved_bytes += loss_upcast(t, y) ? 4 : (uint64_t)t->esz[y];
 		if (*shift_st >= 0) {
-			/* causal-lm: the contiguous() copy is read by log_softmax
+			/* causal-lm-copy: the contiguous() copy is read by log_softmax
 			 * and dropped when the model's forward returns;
 			 * causal-lm-loop: the loop's name `logits` holds it until
 			 * the next iteration's copy replaces it. */
@@ -1114,8 +1128,7 @@ static int run_loss_backward(struct tl *t, int logp_st)
 	rc = st_new(t, 4, COLLOC_MEM_TEMPORARY, -1, "gradient of the loss", &gl);
 	if (rc)
 		return rc;
-	if (t->opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
-	    colloc_loss_shifts(t->opts->loss)) {
+	if (loss_is_ce(t->opts->loss)) {
 		uint64_t sb = bytes;
 		int glogp;
 
@@ -1533,9 +1546,7 @@ int colloc__timeline_run(const struct colloc_graph *g, const struct colloc__top 
 			}
 			prev_in[k] = s;
 		}
-		if ((opts->loss == COLLOC_LOSS_CROSS_ENTROPY ||
-		     colloc_loss_shifts(opts->loss)) &&
-		    g->n_outputs > 0) {
+		if (loss_is_ce(opts->loss) && g->n_outputs > 0) {
 			/* labels: int64, one per row of the logits */
 			const struct colloc_tensor *y = &g->tensors[g->outputs[0]];
 			uint64_t rows =

@@ -63,7 +63,7 @@ expect estimate-amp 0 '"precision":"amp-fp16"' "$colloc" estimate resnet18 --bat
 expect estimate-bad-precision 2 "--precision: 'fp8'" "$colloc" estimate resnet18 --batch 1 --precision fp8
 expect estimate-causal-lm 0 '"loss":"causal-lm"' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
 expect estimate-causal-lm-loop 0 '"loss":"causal-lm-loop"' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm-loop --json
-expect estimate-bad-loss 2 "not one of cross-entropy, causal-lm, causal-lm-loop, mse, none" "$colloc" estimate gpt2 --batch 1 --loss shifted
+expect estimate-bad-loss 2 "not one of cross-entropy, causal-lm, causal-lm-loop, causal-lm-copy, mse, none" "$colloc" estimate gpt2 --batch 1 --loss shifted
 expect estimate-keep-grads 0 '"keep_grads":true,"grad_accum":1,"peak_phase":"backward"' "$colloc" estimate resnet18 --batch 16 --keep-grads --json
 expect estimate-grad-accum 0 "accumulated over 4 micro-batches" "$colloc" estimate resnet18 --batch 16 --grad-accum 4
 expect estimate-grad-accum-bad 2 "--grad-accum wants 1..65536 micro-batches, not '0'" "$colloc" estimate resnet18 --batch 16 --grad-accum 0
