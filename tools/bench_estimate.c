@@ -660,6 +660,7 @@ static const char *const gr_names[GR_COUNT] = {"allocated", "reserved", "process
 
 struct gpu_row {
 	char model[64], opt[16], prec[16];
+	int loss; /* the CSV's loss column; -1: none (older files) */
 	int64_t batch, seq;
 	double truth[GR_COUNT]; /* allocated, reserved, NVML; [GR_UPPER] = NVML */
 	double est[2][GR_COUNT]; /* [profile][quantity] */
@@ -687,9 +688,12 @@ static int gpu_row_estimate(const struct gpu_row *r, struct colloc_model *m,
 	o.precision = strcmp(r->prec, "amp-fp16") == 0	 ? COLLOC_PREC_AMP_FP16
 		      : strcmp(r->prec, "amp-bf16") == 0 ? COLLOC_PREC_AMP_BF16
 							 : COLLOC_PREC_FP32;
-	/* measure_gpu.py: GPT-2 gets the next-token loss on logits[:, :-1],
-	 * shifted in the loop, whose name `logits` keeps the copy */
-	if (strcmp(r->model, "gpt2") == 0)
+	/* the loss the run computed (its column); without one, measure_gpu.py's
+	 * first GPT-2 runs: logits[:, :-1] shifted in the loop, whose name
+	 * `logits` keeps the copy */
+	if (r->loss >= 0)
+		o.loss = r->loss;
+	else if (strcmp(r->model, "gpt2") == 0)
 		o.loss = COLLOC_LOSS_CAUSAL_LM_LOOP;
 	o.platform = &plat;
 	o.iterations = 4; /* the measured loop ran 4 iterations */
@@ -732,7 +736,7 @@ static void gpu_rows(bool show)
 	static const char *const profs[2] = {"h200-141gb-cu130-torch211",
 					     "h200-141gb-cu124-torch26"};
 	char path[4096], hline[4096], line[4096], *hdr[40], *f[40];
-	int nh, n = 0, c[9];
+	int nh, n = 0, c[9], cl;
 	const char *missing;
 	static const char *const cols[9] = {"model",
 					    "batch",
@@ -758,6 +762,7 @@ static void gpu_rows(bool show)
 		fclose(fp);
 		return;
 	}
+	cl = tool_csv_col(hdr, nh, "loss");
 	while (n < GPU_ROWS_MAX && fgets(line, sizeof(line), fp)) {
 		struct gpu_row *r = &rows[n];
 		struct colloc_diag diag = {{0}};
@@ -771,6 +776,13 @@ static void gpu_rows(bool show)
 		snprintf(gpu, sizeof(gpu), "%s", f[c[8]]);
 		r->batch = atoll(f[c[1]]);
 		r->seq = atoll(f[c[2]]);
+		r->loss = cl >= 0 && f[cl][0] ? colloc_loss_parse(f[cl]) : -1;
+		if (cl >= 0 && f[cl][0] && r->loss < 0)
+			fprintf(stderr,
+				"bench_estimate: %s: loss '%s' unknown; as "
+				"measure_gpu.py's "
+				"first runs\n",
+				r->model, f[cl]);
 		r->truth[GR_ALLOC] = atof(f[c[5]]);
 		r->truth[GR_RESERVED] = atof(f[c[6]]);
 		r->truth[GR_DEVICE] = r->truth[GR_UPPER] = atof(f[c[7]]);

@@ -72,17 +72,28 @@ FIELDS = ["model", "batch", "seq", "optimizer", "precision", "loss", "iterations
           "torch", "error"]
 
 
+def default_loss(model):
+    """The loss memory_loop_loss() computes for model unless told otherwise, in colloc's names:
+    the language models shift in the loop, whose name `logits` keeps the copy."""
+    return "causal-lm-loop" if model in ("gpt2", "distilgpt2") else "cross-entropy"
+
+
 def configs():
+    """(model, batch, seq, optimizer, precision, loss) in the order they run."""
     for model, batches, seq in PLAN:
         for batch in batches:
-            yield (model, batch, seq, "adam", "fp32")
+            yield (model, batch, seq, "adam", "fp32", default_loss(model))
+    # Hugging Face's ForCausalLMLoss since transformers 4.49 (colloc's causal-lm): the labels
+    # shifted by padding, the logits upcast by .float(), nothing held but the output
+    for prec in ("fp32", "amp-bf16"):
+        yield ("gpt2", 8, 512, "adam", prec, "causal-lm")
     for opt in OPTIMIZERS[1:]:
-        yield ("resnet50", 64, None, opt, "fp32")
-        yield ("gpt2", 8, 512, opt, "fp32")
+        yield ("resnet50", 64, None, opt, "fp32", "cross-entropy")
+        yield ("gpt2", 8, 512, opt, "fp32", default_loss("gpt2"))
     for prec in PRECISIONS[1:]:
         for model, batch, seq in (("resnet50", 128, None), ("gpt2", 16, 512),
                                   ("bert_base", 16, 128), ("vit_b_16", 32, None)):
-            yield (model, batch, seq, "adam", prec)
+            yield (model, batch, seq, "adam", prec, default_loss(model))
 
 
 def grad_scaler(torch, enabled):
@@ -110,14 +121,21 @@ def nvml_peak(pid, stop, result):
     result.append(peak)
 
 
-def memory_loop_loss(torch, model, inputs, crit, model_name, dev):
+def memory_loop_loss(torch, model, inputs, crit, model_name, dev, loss_kind=None):
     """out = model(x); loss = crit(out, y) as the memory runs write it, with a new random target
     each time; language models take the next-token loss (gpt2, distilgpt2: the logits shifted by
     one, a copy, colloc's causal-lm-loop). Returns (out, logits, target, loss): the caller holds all
     four names until the next iteration replaces them, as the measured loop did (so the shifted
-    copy of gpt2 stays alive through backward)."""
+    copy of gpt2 stays alive through backward). loss_kind "causal-lm": transformers 4.49's
+    ForCausalLMLoss instead (labels padded with -100 and shifted, crit on logits.float(), no
+    copy held; crit's ignore_index is its default, -100)."""
     out = model(*inputs)
     out = out[0] if isinstance(out, (tuple, list)) else out
+    if out.dim() == 3 and loss_kind == "causal-lm":
+        labels = torch.randint(0, out.shape[-1], out.shape[:-1], device=dev)
+        target = torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
+        return out, None, target, crit(out.float().reshape(-1, out.shape[-1]),
+                                       target.reshape(-1))
     if out.dim() == 3:
         logits = out[:, :-1].contiguous() if model_name in ("gpt2", "distilgpt2") else out
         target = torch.randint(0, logits.shape[-1], logits.shape[:-1], device=dev)
@@ -127,7 +145,7 @@ def memory_loop_loss(torch, model, inputs, crit, model_name, dev):
     return out, out, target, crit(out, target)
 
 
-def child(model_name, batch, seq, opt_name, prec, dry):
+def child(model_name, batch, seq, opt_name, prec, dry, loss_kind=None):
     """One configuration, in its own process: prints one CSV row's values as key=value."""
     import torch
     import torch.nn as nn
@@ -155,7 +173,7 @@ def child(model_name, batch, seq, opt_name, prec, dry):
         with torch.autocast(device_type="cuda", dtype=amp_dtype or torch.float16,
                             enabled=amp_dtype is not None and not dry):
             out, logits, target, loss = memory_loop_loss(torch, model, inputs, crit,
-                                                         model_name, dev)
+                                                         model_name, dev, loss_kind)
         opt.zero_grad()
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -976,7 +994,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--only", help="comma list: only these models of the memory plan")
-    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     perf = ap.add_argument_group("--perf: step time, utilization, SM activity, collocated pairs "
                                  "(docs/perf-model.md, \"Measuring on a GPU\")")
     perf.add_argument("--perf", action="store_true",
@@ -1004,8 +1022,8 @@ def main():
         if getattr(args, name) is None:
             setattr(args, name, dry if args.dry_run else full)
     if args.child:
-        m, b, s, o, p = args.child
-        child(m, int(b), int(s) or None, o, p, args.dry_run)
+        m, b, s, o, p, lk = args.child
+        child(m, int(b), int(s) or None, o, p, args.dry_run, lk)
         return 0
     if args.perf_child:
         m, b, s, precs, role, deadline = args.perf_child
@@ -1016,19 +1034,20 @@ def main():
     if args.perf:
         return perf_main(args, perf_versions(args.dry_run))
     ver = versions(args.dry_run)
-    plan = [("resnet18", 2, None, "adam", "fp32")] if args.dry_run else list(configs())
+    plan = ([("resnet18", 2, None, "adam", "fp32", "cross-entropy"),
+             ("gpt2", 1, 16, "adam", "fp32", "causal-lm")] if args.dry_run else list(configs()))
     if args.only:  # a later run's share of the plan: these models only
         plan = [c for c in plan if c[0] in args.only.split(",")]
     start = time.time()
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
-        for model, batch, seq, opt, prec in plan:
+        for model, batch, seq, opt, prec, loss_kind in plan:
             if time.time() - start > args.budget_s:
                 print(f"budget spent; stopping before {model} b{batch}", flush=True)
                 break
             cmd = [sys.executable, __file__, "--child", model, str(batch), str(seq or 0), opt,
-                   prec] + (["--dry-run"] if args.dry_run else [])
+                   prec, loss_kind] + (["--dry-run"] if args.dry_run else [])
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
             stop, peak = threading.Event(), []
@@ -1043,10 +1062,9 @@ def main():
             vals = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
             row = {"model": model, "batch": batch, "seq": seq or "", "optimizer": opt,
                    "precision": prec, "iterations": 4,
-                   # the loss child() computes, named as colloc names it (--calibrate reads
-                   # it): the shift is in the loop, whose name `logits` keeps the copy
-                   "loss": ("causal-lm-loop" if model in ("gpt2", "distilgpt2")
-                            else "cross-entropy"),
+                   # the loss child() computes, named as colloc names it (--calibrate and
+                   # bench_estimate read it)
+                   "loss": loss_kind,
                    "max_allocated_bytes": vals.get("max_allocated_bytes", ""),
                    "max_reserved_bytes": vals.get("max_reserved_bytes", ""),
                    "nvml_peak_bytes": peak[0] if peak else "", "step_s": vals.get("step_s", ""),
