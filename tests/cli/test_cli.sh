@@ -63,6 +63,10 @@ expect estimate-amp 0 '"precision":"amp-fp16"' "$colloc" estimate resnet18 --bat
 expect estimate-bad-precision 2 "--precision: 'fp8'" "$colloc" estimate resnet18 --batch 1 --precision fp8
 expect estimate-causal-lm 0 '"loss":"causal-lm"' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
 expect estimate-causal-lm-loop 0 '"loss":"causal-lm-loop"' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm-loop --json
+# what the loss saves: log_softmax over [1, 32, 50257] float32 logits (causal-lm shifts the
+# labels) or over the shifted copy's 31 rows (causal-lm-copy), plus nll_loss's total_weight
+expect estimate-loss-saved 0 '"loss_saved_bytes":6432900' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
+expect estimate-loss-saved-copy 0 '"loss_saved_bytes":6231872' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm-copy --json
 expect estimate-bad-loss 2 "not one of cross-entropy, causal-lm, causal-lm-loop, causal-lm-copy, mse, none" "$colloc" estimate gpt2 --batch 1 --loss shifted
 expect estimate-keep-grads 0 '"keep_grads":true,"grad_accum":1,"peak_phase":"backward"' "$colloc" estimate resnet18 --batch 16 --keep-grads --json
 expect estimate-grad-accum 0 "accumulated over 4 micro-batches" "$colloc" estimate resnet18 --batch 16 --grad-accum 4
