@@ -7,9 +7,10 @@
  * model (an .onnx file or zoo name), batch, peak_bytes (measured peak
  * device memory of the run, bytes or a size such as 3.2GiB; the column
  * nvml_peak_bytes of tools/measure_gpu.py's CSV is taken as it). Optional:
- * optimizer, precision, loss, dims ("seq=128" or "seq=128;dec_seq=64"),
- * seq (every sequence dim, as --seq), error (a run with one is skipped:
- * measure_gpu.py records failed runs so). Other columns are ignored.
+ * optimizer, precision, loss, attention (eager, sdpa, flash: for an hf:
+ * model), dims ("seq=128" or "seq=128;dec_seq=64"), seq (every sequence
+ * dim, as --seq), error (a run with one is skipped: measure_gpu.py records
+ * failed runs so). Other columns are ignored.
  * Lines starting with '#' and blank lines are skipped.
  *
  * The peaks are taken as full-process measurements on a fresh GPU (NVML's
@@ -36,10 +37,22 @@
 #define MAX_COLS 64
 #define LINE_MAX_BYTES 4096
 
-enum { C_MODEL, C_BATCH, C_PEAK, C_OPT, C_PREC, C_LOSS, C_DIMS, C_SEQ, C_ERROR, C_COUNT };
-static const char *const col_names[C_COUNT] = {"model",	    "batch",	 "peak_bytes",
-					       "optimizer", "precision", "loss",
-					       "dims",	    "seq",	 "error"};
+enum {
+	C_MODEL,
+	C_BATCH,
+	C_PEAK,
+	C_OPT,
+	C_PREC,
+	C_LOSS,
+	C_DIMS,
+	C_SEQ,
+	C_ERROR,
+	C_ATTN,
+	C_COUNT
+};
+static const char *const col_names[C_COUNT] = {
+	"model", "batch", "peak_bytes", "optimizer", "precision",
+	"loss",	 "dims",  "seq",	"error",     "attention"};
 
 /* Split line in place at commas (no quoting: none of the fields needs
  * it); trailing newline and spaces around fields dropped. */
@@ -73,6 +86,7 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 			const struct colloc_estimate_opts *base, uint64_t *reserved)
 {
 	struct colloc_estimate_opts o = *base;
+	struct colloc_model_opts mo = {0};
 	struct cli_dims d;
 	struct colloc_model *g = NULL;
 	struct colloc_estimate e;
@@ -93,6 +107,12 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 	if (col[C_SEQ] >= 0 && f[col[C_SEQ]][0] &&
 	    (cli_parse_seq(f[col[C_SEQ]], &d) != 0))
 		goto bad;
+	if (col[C_ATTN] >= 0 && f[col[C_ATTN]][0] &&
+	    (mo.attention = colloc_attention_parse(f[col[C_ATTN]])) < 0) {
+		cli_error("%s:%d: attention '%s' is not one of eager, sdpa, flash", csv,
+			  lineno, f[col[C_ATTN]]);
+		goto bad;
+	}
 	if (col[C_DIMS] >= 0 && f[col[C_DIMS]][0]) {
 		char *save = NULL, *tok;
 
@@ -102,10 +122,13 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 			if (cli_parse_dim(tok, &d))
 				goto bad;
 	}
-	if ((rc = cli_model_open(f[col[C_MODEL]], NULL, &g))) {
+	if ((rc = cli_model_open(f[col[C_MODEL]], &mo, &g))) {
 		cli_error("%s:%d: the run above cannot be estimated", csv, lineno);
 		return rc;
 	}
+	/* the model's own loss unless the run names one, as estimate does */
+	if (col[C_LOSS] < 0 || !f[col[C_LOSS]][0])
+		o.loss = g->loss;
 	rc = cli_estimate_at(g, &d, d.batch, &o, &e, &diag);
 	colloc_model_destroy(g);
 	if (rc) {
@@ -157,7 +180,9 @@ static int read_runs(const char *csv, const struct colloc_estimate_opts *base,
 					"%s:%d: the header must name the columns model, "
 					"batch and peak_bytes or nvml_peak_bytes "
 					"(optional: "
-					"optimizer, precision, loss, dims, seq, error)",
+					"optimizer, precision, loss, attention, dims, "
+					"seq, "
+					"error)",
 					csv, lineno);
 				rc = -CLI_ERROR;
 				goto out;

@@ -119,6 +119,20 @@ printf 'model,batch,seq,optimizer,precision,iterations,max_allocated_bytes,max_r
 	$((r3 + 18874368 + 314572800 + 639631360)) $((r4 + 314572800 + 639631360)) >"$tmp/gpu.csv"
 expect calibrate-measure-gpu 0 "context_bytes 300.0 MiB" "$colloc" estimate --calibrate "$tmp/gpu.csv" --platform $p
 expect calibrate-skips-failed 0 "gpu.csv:4: skipped, the run failed: OutOfMemoryError" "$colloc" estimate --calibrate "$tmp/gpu.csv" --platform $p
+# an hf: run with SDPA attention (the attention column) and no loss column:
+# estimated with SDPA and the model's own loss (causal-lm), as estimate
+# does, an exact fit; eager would have fit something else
+hf="hf:$COLLOC_DATA_DIR/hf/gpt2"
+r5=$("$colloc" estimate "$hf" --batch 2 --seq 64 --attention sdpa --platform $p --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
+r6=$("$colloc" estimate "$hf" --batch 2 --seq 64 --platform $p --json | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
+printf 'model,batch,seq,attention,nvml_peak_bytes\n%s,2,64,sdpa,%s\n' \
+	"$hf" $((r5 + 314572800 + 639631360)) >"$tmp/sdpa.csv"
+expect calibrate-attention 0 "context_bytes 300.0 MiB" "$colloc" estimate --calibrate "$tmp/sdpa.csv" --platform $p
+if [ "$r5" -lt "$r6" ]; then pass=$((pass + 1)); else
+	echo "FAIL calibrate-attention-differs: sdpa $r5 not below eager $r6"; fail=$((fail + 1))
+fi
+printf 'model,batch,seq,attention,nvml_peak_bytes\n%s,2,64,fused,1GiB\n' "$hf" >"$tmp/sdpa.csv"
+expect calibrate-bad-attention 2 "attention 'fused' is not one of eager, sdpa, flash" "$colloc" estimate --calibrate "$tmp/sdpa.csv" --platform $p
 printf 'model,batch\nresnet18,2\n' >"$tmp/bad.csv"
 expect calibrate-bad-header 1 "must name the columns model, batch and peak_bytes" "$colloc" estimate --calibrate "$tmp/bad.csv" --platform rtx3060-cu124-torch26
 printf 'model,batch,peak_bytes\nresnet18,2,lots\n' >"$tmp/bad.csv"
