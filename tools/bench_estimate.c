@@ -750,7 +750,7 @@ static void gpu_rows(bool show)
 	static const char *const profs[2] = {"h200-141gb-cu130-torch211",
 					     "h200-141gb-cu124-torch26"};
 	char path[4096], hline[4096], line[4096], *hdr[40], *f[40];
-	int nh, n = 0, c[9], cl;
+	int nh, n = 0, c[9], cl, ca;
 	const char *missing;
 	static const char *const cols[9] = {"model",
 					    "batch",
@@ -761,7 +761,8 @@ static void gpu_rows(bool show)
 					    "max_reserved_bytes",
 					    "nvml_peak_bytes",
 					    "gpu"};
-	char gpu[96] = "";
+	char gpu[96] = "", mpath[4200];
+	struct colloc_model_opts mo = {0};
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/measurements/h200-memory.csv",
@@ -777,6 +778,7 @@ static void gpu_rows(bool show)
 		return;
 	}
 	cl = tool_csv_col(hdr, nh, "loss");
+	ca = tool_csv_col(hdr, nh, "attention");
 	while (n < GPU_ROWS_MAX && fgets(line, sizeof(line), fp)) {
 		struct gpu_row *r = &rows[n];
 		struct colloc_diag diag = {{0}};
@@ -803,8 +805,19 @@ static void gpu_rows(bool show)
 		for (int p = 0; p < 2; p++)
 			for (int q = 0; q < GR_COUNT; q++)
 				r->est[p][q] = NO_VALUE;
-		if (colloc_model_open(r->model, NULL, &m, &diag)) {
-			fprintf(stderr, "bench_estimate: %s: %s\n", r->model, diag.msg);
+		/* measure_gpu.py names an SDPA run's model by its configuration,
+		 * hf:data/hf/NAME, relative to the repository: here under the
+		 * data directory */
+		mo.attention = ca >= 0 && f[ca][0] ? colloc_attention_parse(f[ca]) : 0;
+		if (strncmp(r->model, "hf:data/", 8) == 0)
+			snprintf(mpath, sizeof(mpath), "hf:%s/%s", colloc_data_dir(),
+				 r->model + 8);
+		else
+			snprintf(mpath, sizeof(mpath), "%s", r->model);
+		if (mo.attention < 0 ||
+		    colloc_model_open(mpath, mo.attention ? &mo : NULL, &m, &diag)) {
+			fprintf(stderr, "bench_estimate: %s: %s\n", r->model,
+				mo.attention < 0 ? "unknown attention" : diag.msg);
 			continue;
 		}
 		for (int p = 0; p < 2; p++)

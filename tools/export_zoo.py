@@ -98,11 +98,19 @@ class GPT2Attention(nn.Module):
         self.c_proj = nn.Linear(d_model, d_model)
         self.attn_dropout = nn.Dropout(pdrop)
         self.resid_dropout = nn.Dropout(pdrop)
+        # True: one F.scaled_dot_product_attention call (torch >= 2.0), as transformers' GPT-2
+        # with attn_implementation="sdpa" and no padding mask (is_causal, the attention dropout
+        # inside the kernel); tools/measure_gpu.py sets it for its SDPA runs, never the export
+        self.sdpa = False
 
     def forward(self, x, causal):
         b, t = x.shape[0], x.shape[1]
         q, k, v = self.c_attn(x).split(self.d_model, dim=2)
         q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0, is_causal=True)
+            return self.resid_dropout(self.c_proj(y.transpose(1, 2).reshape(b, t, self.d_model)))
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
         masked = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype)
         scores = torch.where(causal, scores, masked)

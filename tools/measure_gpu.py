@@ -66,7 +66,7 @@ PLAN = [
 ]
 OPTIMIZERS = ("adam", "sgd", "adamw", "momentum", "rmsprop", "adagrad")
 PRECISIONS = ("fp32", "amp-fp16", "amp-bf16")
-FIELDS = ["model", "batch", "seq", "optimizer", "precision", "loss", "iterations",
+FIELDS = ["model", "batch", "seq", "optimizer", "precision", "loss", "attention", "iterations",
           "max_allocated_bytes",
           "max_reserved_bytes", "nvml_peak_bytes", "step_s", "gpu", "driver", "cuda", "cudnn",
           "torch", "error"]
@@ -79,21 +79,31 @@ def default_loss(model):
 
 
 def configs():
-    """(model, batch, seq, optimizer, precision, loss) in the order they run."""
+    """(model, batch, seq, optimizer, precision, loss, attention) in the order they run."""
     for model, batches, seq in PLAN:
         for batch in batches:
-            yield (model, batch, seq, "adam", "fp32", default_loss(model))
+            yield (model, batch, seq, "adam", "fp32", default_loss(model), "eager")
     # Hugging Face's ForCausalLMLoss since transformers 4.49 (colloc's causal-lm): the labels
-    # shifted by padding, the logits upcast by .float(), nothing held but the output
-    for prec in ("fp32", "amp-bf16"):
-        yield ("gpt2", 8, 512, "adam", prec, "causal-lm")
+    # shifted by padding, the logits upcast by .float(), nothing held but the output; with the
+    # eager attention of the zoo's GPT-2 and with SDPA, transformers' default for GPT-2 since
+    # 4.42 (one scaled_dot_product_attention per layer, colloc's --attention sdpa)
+    for attention in ("eager", "sdpa"):
+        for prec in ("fp32", "amp-bf16"):
+            yield ("gpt2", 8, 512, "adam", prec, "causal-lm", attention)
     for opt in OPTIMIZERS[1:]:
-        yield ("resnet50", 64, None, opt, "fp32", "cross-entropy")
-        yield ("gpt2", 8, 512, opt, "fp32", default_loss("gpt2"))
+        yield ("resnet50", 64, None, opt, "fp32", "cross-entropy", "eager")
+        yield ("gpt2", 8, 512, opt, "fp32", default_loss("gpt2"), "eager")
     for prec in PRECISIONS[1:]:
         for model, batch, seq in (("resnet50", 128, None), ("gpt2", 16, 512),
                                   ("bert_base", 16, 128), ("vit_b_16", 32, None)):
-            yield (model, batch, seq, "adam", prec, default_loss(model))
+            yield (model, batch, seq, "adam", prec, default_loss(model), "eager")
+
+
+def csv_model(model, attention):
+    """The model column: what colloc estimates the run from. The zoo's graph for eager attention;
+    with SDPA the Hugging Face configuration the zoo's model was written from (data/hf/MODEL,
+    estimated with --attention sdpa; the same graph as the zoo's in eager, test_hf)."""
+    return model if attention == "eager" else "hf:data/hf/" + model
 
 
 def grad_scaler(torch, enabled):
@@ -145,7 +155,7 @@ def memory_loop_loss(torch, model, inputs, crit, model_name, dev, loss_kind=None
     return out, out, target, crit(out, target)
 
 
-def child(model_name, batch, seq, opt_name, prec, dry, loss_kind=None):
+def child(model_name, batch, seq, opt_name, prec, dry, loss_kind=None, attention="eager"):
     """One configuration, in its own process: prints one CSV row's values as key=value."""
     import torch
     import torch.nn as nn
@@ -156,6 +166,9 @@ def child(model_name, batch, seq, opt_name, prec, dry, loss_kind=None):
     spec = [s for s in export_zoo.zoo() if s.name == model_name][0]
     model = spec.build().to(dev)
     model.train()
+    for m in model.modules():
+        if attention == "sdpa" and isinstance(m, export_zoo.GPT2Attention):
+            m.sdpa = True
     dims = {"seq": seq or 0, "dec_seq": seq or 0}
     inputs = tuple(t.to(dev) for t in spec.make_inputs(batch, dims))
     opts = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
@@ -994,7 +1007,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--only", help="comma list: only these models of the memory plan")
-    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
     perf = ap.add_argument_group("--perf: step time, utilization, SM activity, collocated pairs "
                                  "(docs/perf-model.md, \"Measuring on a GPU\")")
     perf.add_argument("--perf", action="store_true",
@@ -1022,8 +1035,8 @@ def main():
         if getattr(args, name) is None:
             setattr(args, name, dry if args.dry_run else full)
     if args.child:
-        m, b, s, o, p, lk = args.child
-        child(m, int(b), int(s) or None, o, p, args.dry_run, lk)
+        m, b, s, o, p, lk, at = args.child
+        child(m, int(b), int(s) or None, o, p, args.dry_run, lk, at)
         return 0
     if args.perf_child:
         m, b, s, precs, role, deadline = args.perf_child
@@ -1034,20 +1047,21 @@ def main():
     if args.perf:
         return perf_main(args, perf_versions(args.dry_run))
     ver = versions(args.dry_run)
-    plan = ([("resnet18", 2, None, "adam", "fp32", "cross-entropy"),
-             ("gpt2", 1, 16, "adam", "fp32", "causal-lm")] if args.dry_run else list(configs()))
+    plan = ([("resnet18", 2, None, "adam", "fp32", "cross-entropy", "eager"),
+             ("gpt2", 1, 16, "adam", "fp32", "causal-lm", "eager")] if args.dry_run
+            else list(configs()))
     if args.only:  # a later run's share of the plan: these models only
         plan = [c for c in plan if c[0] in args.only.split(",")]
     start = time.time()
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
-        for model, batch, seq, opt, prec, loss_kind in plan:
+        for model, batch, seq, opt, prec, loss_kind, attention in plan:
             if time.time() - start > args.budget_s:
                 print(f"budget spent; stopping before {model} b{batch}", flush=True)
                 break
             cmd = [sys.executable, __file__, "--child", model, str(batch), str(seq or 0), opt,
-                   prec, loss_kind] + (["--dry-run"] if args.dry_run else [])
+                   prec, loss_kind, attention] + (["--dry-run"] if args.dry_run else [])
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
             stop, peak = threading.Event(), []
@@ -1060,11 +1074,11 @@ def main():
             if poller:
                 poller.join()
             vals = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-            row = {"model": model, "batch": batch, "seq": seq or "", "optimizer": opt,
+            row = {"model": csv_model(model, attention), "batch": batch, "seq": seq or "", "optimizer": opt,
                    "precision": prec, "iterations": 4,
                    # the loss child() computes, named as colloc names it (--calibrate and
                    # bench_estimate read it)
-                   "loss": loss_kind,
+                   "loss": loss_kind, "attention": attention,
                    "max_allocated_bytes": vals.get("max_allocated_bytes", ""),
                    "max_reserved_bytes": vals.get("max_reserved_bytes", ""),
                    "nvml_peak_bytes": peak[0] if peak else "", "step_s": vals.get("step_s", ""),
