@@ -58,7 +58,15 @@ static const char estimate_usage[] =
 	"                         architectures; docs/transformers.md)\n"
 	"  --num-labels N         classification heads: labels (the config's, or 2)\n"
 	"  --freeze PATTERNS      freeze parameters whose names contain one of the\n"
-	"                         comma-separated patterns (ONNX and hf: models)\n"
+	"                         comma-separated patterns (ONNX and hf: models)\n";
+static const char estimate_usage_1b[] =
+	"  --gradient-checkpointing  hf: models: torch.utils.checkpoint around each\n"
+	"                         layer (use_reentrant=False): layer inputs kept,\n"
+	"                         the rest recomputed in backward\n"
+	"  --attention KIND       hf: models: eager|sdpa|flash (eager: the attention\n"
+	"                         matrix is saved; sdpa/flash: one fused kernel, not\n"
+	"                         saved; transformers' own default is sdpa for most\n"
+	"                         families, eager the larger estimate)\n"
 	"  --loss NAME            "
 	"cross-entropy|causal-lm|causal-lm-loop|causal-lm-copy|\n"
 	"                         mse|none (cross-entropy; hf: decoders causal-lm).\n"
@@ -92,7 +100,8 @@ static const char estimate_usage_2[] =
 	"  --calibrate RUNS.csv   fit --platform's context_bytes to your measured\n"
 	"                         runs and print the new profile (--out FILE\n"
 	"                         writes it); RUNS.csv: model,batch,peak_bytes\n"
-	"                         [,optimizer,precision,loss,dims,seq,error]; the\n"
+	"                         [,optimizer,precision,loss,attention,dims,seq,\n"
+	"                         error]; the\n"
 	"                         CSV of tools/measure_gpu.py is read as it is\n"
 	"                         (docs/estimator.md)\n"
 	"  --context-subtracted   with --calibrate: the peaks exclude the CUDA\n"
@@ -763,6 +772,7 @@ int cmd_estimate(int argc, char **argv)
 			return list_platforms();
 		case 'h':
 			fputs(estimate_usage, stdout);
+			fputs(estimate_usage_1b, stdout);
 			fputs(estimate_usage_2, stdout);
 			return CLI_OK;
 		default:

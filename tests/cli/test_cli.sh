@@ -139,6 +139,30 @@ printf 'model,batch,peak_bytes\nresnet18,2,lots\n' >"$tmp/bad.csv"
 expect calibrate-bad-peak 1 "bad.csv:2: peak_bytes 'lots' is not a positive size" "$colloc" estimate --calibrate "$tmp/bad.csv" --platform rtx3060-cu124-torch26
 expect calibrate-missing 1 "cannot open" "$colloc" estimate --calibrate "$tmp/nope.csv" --platform rtx3060-cu124-torch26
 
+# Every long option a command's getopt table accepts is in its --help (the
+# shared training options of src/cli/cli.h too, where the command takes them).
+src=$(cd "$(dirname "$0")/../.." && pwd)
+for f in "$src"/src/cli/cmd_*.c; do
+	cmd=$(basename "$f" .c | sed 's/^cmd_//; s/^slurm$/slurm-gres/; s/_/-/g')
+	names=$({
+		sed -n 's/.*{"\([a-z0-9-]*\)", *\(required\|no\|optional\)_argument.*/\1/p' "$f"
+		if grep -q CLI_TRAIN_OPTIONS "$f"; then
+			sed -n 's/.*{"\([a-z0-9-]*\)", *\(required\|no\)_argument.*/\1/p' "$src/src/cli/cli.h"
+			echo parallel
+		fi
+	} | sort -u)
+	[ -n "$names" ] || continue
+	"$colloc" "$cmd" --help >"$tmp/help" 2>&1
+	for n in $names; do
+		if grep -q -- "--$n" "$tmp/help"; then
+			pass=$((pass + 1))
+		else
+			echo "FAIL help-lists-options: colloc $cmd --help does not mention --$n"
+			fail=$((fail + 1))
+		fi
+	done
+done
+
 expect ops-list 0 "^Conv +convolution +saves its input" "$colloc" ops
 expect ops-one 0 "^Mul +elementwise" "$colloc" ops Mul
 expect ops-unknown 1 "does not support op 'LSTMX'" "$colloc" ops LSTMX
