@@ -56,14 +56,18 @@
 #define N_BASE 4
 #define NO_VALUE ((double)NAN)
 
+/* A transformer row's estimates from its config.json: as Hugging Face
+ * builds it (eager attention, transformers 4.49's loss), with the loss of
+ * transformers before 4.49, and with SDPA attention. */
+enum hf_est { HF_449, HF_COPY, HF_SDPA, HF_COUNT };
+
 struct row {
 	char model[64], opt[16], gpu[64];
 	int64_t batch;
 	double ground, base[N_BASE]; /* NAN when absent */
 	double ours, ours_reserved, ours_upper;
-	double ours_hf; /* from the model's config.json (issue 12); NAN: none */
-	double ours_hf_copy; /* the same with transformers < 4.49's loss */
-	double ours_hf_sdpa; /* ... with --attention sdpa (causal-lm) */
+	/* from the model's config.json (issue 12), by enum hf_est; NAN: none */
+	double hf[HF_COUNT];
 };
 
 static const char *const base_names[N_BASE] = {"xMem", "DNNMem", "SchedTune", "LLMem"};
@@ -195,12 +199,11 @@ static const char *platform_of(const char *gpu)
 	return NULL;
 }
 
-/* How a row is estimated: from the graph (the ONNX export), or from its
- * config.json as Hugging Face builds it (eager attention, transformers 4.49's
- * loss), with the loss of transformers before 4.49, or with SDPA attention. */
-enum row_mode { ROW_ONNX, ROW_HF, ROW_HF_COPY, ROW_HF_SDPA };
+/* How a row is estimated: from the graph (the ONNX export: r->ours...),
+ * or from its config.json with eager attention (r->hf[HF_449] and
+ * r->hf[HF_COPY], one model for both losses) or with SDPA (r->hf[HF_SDPA]). */
+enum row_mode { ROW_ONNX, ROW_HF, ROW_HF_SDPA };
 
-/* Row r estimated as mode says, into the row's field of that mode. */
 static int estimate_row(struct row *r, enum row_mode mode, struct colloc_diag *diag)
 {
 	struct colloc_model *m = NULL;
@@ -242,8 +245,7 @@ static int estimate_row(struct row *r, enum row_mode mode, struct colloc_diag *d
 	 * labels; before, a shifted copy of the logits (the study's version is
 	 * not recorded; PyTorch 2.6 came out two weeks before 4.49) */
 	if (md.seq)
-		o.loss = mode == ROW_HF_COPY ? COLLOC_LOSS_CAUSAL_LM_COPY
-					     : COLLOC_LOSS_CAUSAL_LM;
+		o.loss = COLLOC_LOSS_CAUSAL_LM;
 	o.platform = &plat;
 	o.iterations = 4; /* the measured loop ran 4 iterations */
 	/* The measurement subtracts NVML's first sample, taken after CUDA
@@ -253,12 +255,13 @@ static int estimate_row(struct row *r, enum row_mode mode, struct colloc_diag *d
 		rc = colloc_diag_set(diag, COLLOC_EUSAGE, "unknown optimizer %s", r->opt);
 	if (!rc)
 		rc = colloc_estimate_model(m, &md, &o, &e, diag);
-	if (!rc && mode == ROW_HF_COPY) {
-		r->ours_hf_copy = (double)e.peak_device_bytes;
+	if (!rc && mode == ROW_HF) {
+		r->hf[HF_449] = (double)e.peak_device_bytes;
+		o.loss = COLLOC_LOSS_CAUSAL_LM_COPY;
+		if (!(rc = colloc_estimate_model(m, &md, &o, &e, diag)))
+			r->hf[HF_COPY] = (double)e.peak_device_bytes;
 	} else if (!rc && mode == ROW_HF_SDPA) {
-		r->ours_hf_sdpa = (double)e.peak_device_bytes;
-	} else if (!rc && from_config) {
-		r->ours_hf = (double)e.peak_device_bytes;
+		r->hf[HF_SDPA] = (double)e.peak_device_bytes;
 	} else if (!rc) {
 		r->ours = (double)e.peak_device_bytes;
 		r->ours_reserved = (double)e.peak_reserved_bytes;
@@ -268,15 +271,16 @@ static int estimate_row(struct row *r, enum row_mode mode, struct colloc_diag *d
 	return rc;
 }
 
+/* summary()'s which for r->hf[h], and back (-3 - x is its own inverse) */
+#define SUM_HF(h) (-3 - (h))
+
 static void summary(const char *name, struct row *rows, int n, int which)
 {
 	double err[MAX_ROWS];
 	int m = 0, under = 0;
 
 	for (int k = 0; k < n; k++) {
-		double est = which == -5   ? rows[k].ours_hf_sdpa
-			     : which == -4 ? rows[k].ours_hf_copy
-			     : which == -3 ? rows[k].ours_hf
+		double est = which <= -3   ? rows[k].hf[SUM_HF(which)]
 			     : which == -2 ? rows[k].ours_upper
 			     : which < 0   ? rows[k].ours
 					   : rows[k].base[which];
@@ -315,7 +319,6 @@ static void transformer_rows(struct row *rows, int n)
 		if (!hf)
 			continue;
 		if (estimate_row(&rows[k], ROW_HF, &diag) ||
-		    estimate_row(&rows[k], ROW_HF_COPY, &diag) ||
 		    estimate_row(&rows[k], ROW_HF_SDPA, &diag))
 			fprintf(stderr, "bench_estimate: %s from config.json: %s\n",
 				rows[k].model, diag.msg);
@@ -332,18 +335,18 @@ static void transformer_rows(struct row *rows, int n)
 		printf("  %-22.22s %-6s b%-3lld measured %6.0fM  config %6.0fM %+6.2f%%  "
 		       "onnx %+6.2f%%  copy %+6.2f%%  sdpa %+6.2f%%  xMem %+6.2f%%\n",
 		       tr[k].model, tr[k].opt, (long long)tr[k].batch,
-		       tr[k].ground / 1048576, tr[k].ours_hf / 1048576,
-		       100 * (tr[k].ours_hf - tr[k].ground) / tr[k].ground,
+		       tr[k].ground / 1048576, tr[k].hf[HF_449] / 1048576,
+		       100 * (tr[k].hf[HF_449] - tr[k].ground) / tr[k].ground,
 		       100 * (tr[k].ours - tr[k].ground) / tr[k].ground,
-		       100 * (tr[k].ours_hf_copy - tr[k].ground) / tr[k].ground,
-		       100 * (tr[k].ours_hf_sdpa - tr[k].ground) / tr[k].ground,
+		       100 * (tr[k].hf[HF_COPY] - tr[k].ground) / tr[k].ground,
+		       100 * (tr[k].hf[HF_SDPA] - tr[k].ground) / tr[k].ground,
 		       100 * (tr[k].base[0] - tr[k].ground) / tr[k].ground);
 	printf("%-10s %5s %10s %10s %10s\n", "estimator", "runs", "median|e|", "p90 |e|",
 	       "under");
-	summary("config", tr, m, -3);
+	summary("config", tr, m, SUM_HF(HF_449));
 	summary("onnx", tr, m, -1);
-	summary("copy", tr, m, -4);
-	summary("sdpa", tr, m, -5);
+	summary("copy", tr, m, SUM_HF(HF_COPY));
+	summary("sdpa", tr, m, SUM_HF(HF_SDPA));
 	for (int k = 0; k < N_BASE; k++)
 		summary(base_names[k], tr, m, k);
 	printf("(target for config.json: median <= 5%%, under-estimated <= 10%%)\n");
@@ -795,9 +798,8 @@ static void gpu_rows(bool show)
 		r->loss = cl >= 0 && f[cl][0] ? colloc_loss_parse(f[cl]) : -1;
 		if (cl >= 0 && f[cl][0] && r->loss < 0)
 			fprintf(stderr,
-				"bench_estimate: %s: loss '%s' unknown; as "
-				"measure_gpu.py's "
-				"first runs\n",
+				"bench_estimate: %s: loss '%s' unknown, "
+				"estimated as measure_gpu.py's first runs\n",
 				r->model, f[cl]);
 		r->truth[GR_ALLOC] = atof(f[c[5]]);
 		r->truth[GR_RESERVED] = atof(f[c[6]]);
@@ -926,7 +928,8 @@ int main(int argc, char **argv)
 		struct colloc_diag diag = {{0}};
 
 		rows[k].ours = NO_VALUE;
-		rows[k].ours_hf = rows[k].ours_hf_copy = rows[k].ours_hf_sdpa = NO_VALUE;
+		for (int h = 0; h < HF_COUNT; h++)
+			rows[k].hf[h] = NO_VALUE;
 		if (estimate_row(&rows[k], ROW_ONNX, &diag))
 			fprintf(stderr, "bench_estimate: %s %s b%lld: %s\n",
 				rows[k].model, rows[k].opt, (long long)rows[k].batch,

@@ -72,10 +72,14 @@ FIELDS = ["model", "batch", "seq", "optimizer", "precision", "loss", "attention"
           "torch", "error"]
 
 
+# The language models whose next-token loss the scripts shift themselves (out[:, :-1]).
+CAUSAL_LMS = ("gpt2", "distilgpt2")
+
+
 def default_loss(model):
     """The loss memory_loop_loss() computes for model unless told otherwise, in colloc's names:
     the language models shift in the loop, whose name `logits` keeps the copy."""
-    return "causal-lm-loop" if model in ("gpt2", "distilgpt2") else "cross-entropy"
+    return "causal-lm-loop" if model in CAUSAL_LMS else "cross-entropy"
 
 
 def configs():
@@ -147,7 +151,7 @@ def memory_loop_loss(torch, model, inputs, crit, model_name, dev, loss_kind=None
         return out, None, target, crit(out.float().reshape(-1, out.shape[-1]),
                                        target.reshape(-1))
     if out.dim() == 3:
-        logits = out[:, :-1].contiguous() if model_name in ("gpt2", "distilgpt2") else out
+        logits = out[:, :-1].contiguous() if model_name in CAUSAL_LMS else out
         target = torch.randint(0, logits.shape[-1], logits.shape[:-1], device=dev)
         return out, logits, target, crit(logits.reshape(-1, logits.shape[-1]),
                                          target.reshape(-1))
@@ -166,9 +170,10 @@ def child(model_name, batch, seq, opt_name, prec, dry, loss_kind=None, attention
     spec = [s for s in export_zoo.zoo() if s.name == model_name][0]
     model = spec.build().to(dev)
     model.train()
-    for m in model.modules():
-        if attention == "sdpa" and isinstance(m, export_zoo.GPT2Attention):
-            m.sdpa = True
+    if attention == "sdpa":
+        for m in model.modules():
+            if isinstance(m, export_zoo.GPT2Attention):
+                m.sdpa = True
     dims = {"seq": seq or 0, "dec_seq": seq or 0}
     inputs = tuple(t.to(dev) for t in spec.make_inputs(batch, dims))
     opts = {"sgd": lambda p: torch.optim.SGD(p, lr=1e-3),
@@ -321,7 +326,7 @@ class Job:
             out = self.model(*self.inputs)
             out = out[0] if isinstance(out, (tuple, list)) else out
             if out.dim() == 3:  # language models; gpt2: next-token loss, colloc's causal-lm-copy
-                causal = self.model_name in ("gpt2", "distilgpt2")
+                causal = self.model_name in CAUSAL_LMS
                 logits = out[:, :-1].contiguous() if causal else out
                 if self.target is None:  # made once, outside the timed steps
                     self.target = torch.randint(0, logits.shape[-1], logits.shape[:-1],

@@ -78,6 +78,11 @@ int cli_platform_load(const char *name, struct colloc_platform *p);
  * CLI_USAGE for options that do not apply to it, or CLI_ERROR. */
 int cli_model_open(const char *model, const struct colloc_model_opts *mo,
 		   struct colloc_model **m);
+/* The loss to estimate m with: the one the user named (named), or else the
+ * model's own (causal-lm for a configuration's decoder, cross-entropy for
+ * ONNX and zoo graphs), into o->loss. estimate, submit and --calibrate alike. */
+void cli_model_loss(const struct colloc_model *m, bool named,
+		    struct colloc_estimate_opts *o);
 /* Infer m at batch with d's seq and named dims (the model's defaults for
  * the rest), then estimate training under opts (colloc_estimate_model). */
 int cli_estimate_at(struct colloc_model *m, const struct cli_dims *d, int64_t batch,

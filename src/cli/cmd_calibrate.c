@@ -126,9 +126,7 @@ static int run_estimate(char **f, const int *col, int lineno, const char *csv,
 		cli_error("%s:%d: the run above cannot be estimated", csv, lineno);
 		return rc;
 	}
-	/* the model's own loss unless the run names one, as estimate does */
-	if (col[C_LOSS] < 0 || !f[col[C_LOSS]][0])
-		o.loss = g->loss;
+	cli_model_loss(g, col[C_LOSS] >= 0 && f[col[C_LOSS]][0], &o);
 	rc = cli_estimate_at(g, &d, d.batch, &o, &e, &diag);
 	colloc_model_destroy(g);
 	if (rc) {
@@ -179,10 +177,8 @@ static int read_runs(const char *csv, const struct colloc_estimate_opts *base,
 				cli_error(
 					"%s:%d: the header must name the columns model, "
 					"batch and peak_bytes or nvml_peak_bytes "
-					"(optional: "
-					"optimizer, precision, loss, attention, dims, "
-					"seq, "
-					"error)",
+					"(optional: optimizer, precision, loss, "
+					"attention, dims, seq, error)",
 					csv, lineno);
 				rc = -CLI_ERROR;
 				goto out;

@@ -527,6 +527,13 @@ int cli_model_open(const char *model, const struct colloc_model_opts *mo,
 	return CLI_OK;
 }
 
+void cli_model_loss(const struct colloc_model *m, bool named,
+		    struct colloc_estimate_opts *o)
+{
+	if (!named)
+		o->loss = m->loss;
+}
+
 int cli_estimate_at(struct colloc_model *m, const struct cli_dims *d, int64_t batch,
 		    const struct colloc_estimate_opts *opts, struct colloc_estimate *e,
 		    struct colloc_diag *diag)
@@ -837,9 +844,7 @@ int cmd_estimate(int argc, char **argv)
 	if ((rc = cli_model_open(argv[optind], &a.model_opts, &m)))
 		return rc;
 	g = m->graph;
-	/* a configuration's graph is a causal language model's */
-	if (m->source == COLLOC_MODEL_HF && !have_loss)
-		a.opts.loss = m->loss;
+	cli_model_loss(m, have_loss, &a.opts);
 	if (!a.max_batch && !a.dims.batch) {
 		/* a graph exported without a dynamic batch axis is estimated at
 		 * the batch it was exported at */

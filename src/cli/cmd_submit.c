@@ -223,10 +223,7 @@ static int estimate_need(const struct submit_args *a, struct colloc_model **g,
 		return rc;
 	if (!*g)
 		return CLI_ERROR;
-	/* the model's own loss unless --loss names one, as estimate does
-	 * (causal-lm for a configuration's decoder) */
-	if (!a->have_loss)
-		opts.loss = (*g)->loss;
+	cli_model_loss(*g, a->have_loss, &opts);
 	rc = cli_estimate_at(*g, &a->dims, a->dims.batch, &opts, &e, &diag);
 	if (rc) {
 		colloc_model_destroy(*g);
