@@ -764,7 +764,7 @@ static void gpu_rows(bool show)
 					    "max_reserved_bytes",
 					    "nvml_peak_bytes",
 					    "gpu"};
-	char gpu[96] = "", mpath[4200];
+	char gpu[96] = "";
 	struct colloc_model_opts mo = {0};
 	FILE *fp;
 
@@ -807,17 +807,12 @@ static void gpu_rows(bool show)
 		for (int p = 0; p < 2; p++)
 			for (int q = 0; q < GR_COUNT; q++)
 				r->est[p][q] = NO_VALUE;
-		/* measure_gpu.py names an SDPA run's model by its configuration,
-		 * hf:data/hf/NAME, relative to the repository: here under the
+		/* measure_gpu.py names an SDPA run's model by its bundled
+		 * configuration, hf:NAME, which colloc_model_open finds in the
 		 * data directory */
 		mo.attention = ca >= 0 && f[ca][0] ? colloc_attention_parse(f[ca]) : 0;
-		if (strncmp(r->model, "hf:data/", 8) == 0)
-			snprintf(mpath, sizeof(mpath), "hf:%s/%s", colloc_data_dir(),
-				 r->model + 8);
-		else
-			snprintf(mpath, sizeof(mpath), "%s", r->model);
 		if (mo.attention < 0 ||
-		    colloc_model_open(mpath, mo.attention ? &mo : NULL, &m, &diag)) {
+		    colloc_model_open(r->model, mo.attention ? &mo : NULL, &m, &diag)) {
 			fprintf(stderr, "bench_estimate: %s: %s\n", r->model,
 				mo.attention < 0 ? "unknown attention" : diag.msg);
 			continue;

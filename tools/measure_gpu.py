@@ -105,9 +105,10 @@ def configs():
 
 def csv_model(model, attention):
     """The model column: what colloc estimates the run from. The zoo's graph for eager attention;
-    with SDPA the Hugging Face configuration the zoo's model was written from (data/hf/MODEL,
-    estimated with --attention sdpa; the same graph as the zoo's in eager, test_hf)."""
-    return model if attention == "eager" else "hf:data/hf/" + model
+    with SDPA the bundled Hugging Face configuration the zoo's model was written from (hf:MODEL,
+    colloc's data/hf/MODEL, estimated with --attention sdpa; the same graph as the zoo's in eager,
+    test_hf)."""
+    return model if attention == "eager" else "hf:" + model
 
 
 def grad_scaler(torch, enabled):

@@ -35,4 +35,10 @@ const char *colloc_data_dir(void);
  */
 int colloc_zoo_list(char **names, size_t cap);
 
+/*
+ * List the bundled Hugging Face configurations (data/hf/NAME/config.json,
+ * opened as colloc_model_open("hf:NAME")) the same way.
+ */
+int colloc_hf_list(char **names, size_t cap);
+
 #endif

@@ -28,7 +28,8 @@ static const char inspect_usage[] =
 	"  --dim NAME=VALUE    bind a named symbolic dim, e.g. --dim seq=128\n"
 	"                      (repeatable; overrides --batch for that name)\n"
 	"  --json              print one JSON object instead of the table\n"
-	"  --list              list the bundled zoo models\n"
+	"  --list              list the bundled models: zoo names, then the\n"
+	"                      Hugging Face configurations as hf:NAME\n"
 	"  -h, --help          this help\n"
 	"\n"
 	"exit status: 0 success, 1 the model could not be loaded or inferred,\n"
@@ -205,6 +206,15 @@ static int list_zoo(void)
 	}
 	for (int k = 0; k < n && k < 512; k++) {
 		puts(names[k]);
+		free(names[k]);
+	}
+	n = colloc_hf_list(names, 512);
+	if (n < 0) {
+		cli_error("cannot list %s/hf: %s", colloc_data_dir(), colloc_strerror(n));
+		return CLI_ERROR;
+	}
+	for (int k = 0; k < n && k < 512; k++) {
+		printf("hf:%s\n", names[k]);
 		free(names[k]);
 	}
 	return CLI_OK;

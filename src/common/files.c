@@ -8,9 +8,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "colloc/error.h"
 
@@ -19,6 +21,17 @@
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool colloc__bundled_name_ok(const char *s)
+{
+	if (!*s || strlen(s) > 128 || s[0] == '.')
+		return false;
+	for (; *s; s++)
+		if (!(*s == '_' || *s == '-' || *s == '.' || (*s >= '0' && *s <= '9') ||
+		      (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+			return false;
+	return true;
 }
 
 int colloc__list_stems(const char *dir, const char *suffix, char **names, int cap)
@@ -33,8 +46,19 @@ int colloc__list_stems(const char *dir, const char *suffix, char **names, int ca
 	while ((de = readdir(d)) != NULL) {
 		size_t l = strlen(de->d_name);
 
-		if (l <= sl || strcmp(de->d_name + l - sl, suffix) != 0)
+		if (*suffix == '/') {
+			/* the directories that hold the file named */
+			char p[MKDIR_PATH_MAX];
+			int w = snprintf(p, sizeof(p), "%s/%s%s", dir, de->d_name,
+					 suffix);
+
+			if (de->d_name[0] == '.' || w < 0 || (size_t)w >= sizeof(p) ||
+			    access(p, R_OK) != 0)
+				continue;
+			l += sl; /* the stem is the whole name */
+		} else if (l <= sl || strcmp(de->d_name + l - sl, suffix) != 0) {
 			continue;
+		}
 		if (n < cap) {
 			names[n] = strndup(de->d_name, l - sl);
 			if (!names[n]) {

@@ -5,6 +5,7 @@
 #ifndef COLLOC_FILES_H
 #define COLLOC_FILES_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct colloc_diag;
@@ -13,9 +14,18 @@ struct colloc_diag;
  * List the files of dir whose names end in suffix (".onnx"), as malloc'd
  * stems (the name without the suffix), sorted, into names[0..cap). Returns
  * how many there are (which may exceed cap) or a negated errno; on error
- * nothing is left allocated.
+ * nothing is left allocated. A suffix starting with '/' ("/config.json")
+ * lists instead the subdirectories that hold a readable file of that name,
+ * by their whole names.
  */
 int colloc__list_stems(const char *dir, const char *suffix, char **names, int cap);
+
+/*
+ * Whether s can name a file bundled in the data directory (a zoo model, a
+ * Hugging Face configuration): 1 to 128 of [A-Za-z0-9._-], not starting
+ * with a dot, so no path separator and no "..".
+ */
+bool colloc__bundled_name_ok(const char *s);
 
 /*
  * mkdir -p: create path and any missing parents. Parents are made 0755, the

@@ -87,6 +87,8 @@
 #include <sys/stat.h>
 
 #include "colloc/onnx.h"
+#include "colloc/zoo.h"
+#include "common/files.h"
 #include "model/graph_int.h"
 #include "onnx.pb-c.h"
 
@@ -2631,8 +2633,16 @@ static char *read_config(const char *spec, char *path, size_t plen, size_t *len,
 	char *buf;
 	int w;
 
-	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode))
+	bool here = stat(spec, &st) == 0;
+	bool bundled = !here && colloc__bundled_name_ok(spec);
+
+	if (here && S_ISDIR(st.st_mode))
 		w = snprintf(path, plen, "%s/config.json", spec);
+	else if (bundled)
+		/* hf:gpt2: the configuration bundled in DATA/hf/gpt2, as a
+		 * bare zoo name is DATA/zoo/NAME.onnx; a file or directory
+		 * of that name in the working directory comes first. */
+		w = snprintf(path, plen, "%s/hf/%s/config.json", colloc_data_dir(), spec);
 	else
 		w = snprintf(path, plen, "%s", spec);
 	if (w < 0 || (size_t)w >= plen) {
@@ -2640,6 +2650,16 @@ static char *read_config(const char *spec, char *path, size_t plen, size_t *len,
 		return NULL;
 	}
 	f = fopen(path, "rb");
+	if (!f && bundled && errno == ENOENT) {
+		*rc = colloc_diag_set(
+			diag, COLLOC_ENOTFOUND,
+			"hf:%s: no file or directory '%s' here and no bundled "
+			"configuration %s/hf/%s (hf:PATH/config.json, hf:DIR "
+			"holding one, or a name of %s/hf; set COLLOC_DATA_DIR "
+			"to use another data directory)",
+			spec, spec, colloc_data_dir(), spec, colloc_data_dir());
+		return NULL;
+	}
 	if (!f) {
 		*rc = colloc_diag_set(diag, errno == ENOENT ? COLLOC_ENOTFOUND : -errno,
 				      "hf:%s: cannot open %s: %s", spec, path,

@@ -79,17 +79,6 @@ const char *colloc_data_dir(void)
 	return found;
 }
 
-static bool zoo_name_ok(const char *s)
-{
-	if (!*s || strlen(s) > 128 || s[0] == '.')
-		return false;
-	for (; *s; s++)
-		if (!(*s == '_' || *s == '-' || *s == '.' || (*s >= '0' && *s <= '9') ||
-		      (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
-			return false;
-	return true;
-}
-
 int colloc_zoo_resolve(const char *model, char *buf, size_t len, struct colloc_diag *diag)
 {
 	size_t n = strlen(model);
@@ -103,7 +92,7 @@ int colloc_zoo_resolve(const char *model, char *buf, size_t len, struct colloc_d
 			return colloc_diag_set(diag, COLLOC_ELIMIT, "path too long");
 		return 0;
 	}
-	if (!zoo_name_ok(model))
+	if (!colloc__bundled_name_ok(model))
 		return colloc_diag_set(diag, COLLOC_ENOTFOUND,
 				       "'%s' is neither a file nor a zoo model name",
 				       model);
@@ -125,5 +114,14 @@ int colloc_zoo_list(char **names, size_t cap)
 
 	snprintf(path, sizeof(path), "%s/zoo", colloc_data_dir());
 	return colloc__list_stems(path, ".onnx", names,
+				  cap > INT32_MAX ? INT32_MAX : (int)cap);
+}
+
+int colloc_hf_list(char **names, size_t cap)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/hf", colloc_data_dir());
+	return colloc__list_stems(path, "/config.json", names,
 				  cap > INT32_MAX ? INT32_MAX : (int)cap);
 }

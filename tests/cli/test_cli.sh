@@ -33,6 +33,15 @@ expect no-command 2 "usage:" "$colloc"
 expect bad-command 2 "colloc: error: unknown command 'frobnicate'" "$colloc" frobnicate
 expect inspect-help 0 "--dim NAME=VALUE" "$colloc" inspect --help
 expect inspect-list 0 "^resnet50$" "$colloc" inspect --list
+expect inspect-list-hf 0 "^hf:llama-2-7b$" "$colloc" inspect --list
+# hf:NAME is the bundled data/hf/NAME from any directory; a file or
+# directory of that name where colloc runs comes first.
+expect hf-bundled 0 "^parameters +124439808 trainable" sh -c "cd '$tmp' && '$colloc' estimate hf:gpt2 --batch 1 --seq 32"
+expect hf-bundled-missing 1 "hf:gpt3: no file or directory 'gpt3' here and no bundled configuration .*/hf/gpt3" sh -c "cd '$tmp' && '$colloc' estimate hf:gpt3 --batch 1"
+mkdir -p "$tmp/gpt2"
+sed 's/"n_layer": *12/"n_layer": 1/' "${COLLOC_DATA_DIR:?}/hf/gpt2/config.json" >"$tmp/gpt2/config.json"
+expect hf-local-first 0 "^parameters +46473216 trainable" sh -c "cd '$tmp' && '$colloc' estimate hf:gpt2 --batch 1 --seq 32"
+rm -rf "$tmp/gpt2"
 expect inspect-table 0 "trainable params 25557032" "$colloc" inspect resnet50 --batch 2
 expect inspect-json 0 '"flops_forward":[0-9]+' "$colloc" inspect resnet18 --batch 4 --json
 expect inspect-json-shape 0 '"outputs":\[\{"name":"logits","shape":\[4,1000\]' "$colloc" inspect resnet18 --batch 4 --json

@@ -42,6 +42,7 @@ ls "$P"/share/colloc/platforms/*.json >/dev/null 2>&1 && ok ||
 # one) has none, and the checkout is not consulted.
 expect installed-estimate 0 "peak" "$P/bin/colloc" estimate resnet50 --batch 32
 expect installed-platforms 0 "a100" "$P/bin/colloc" estimate --list-platforms
+expect installed-hf 0 "peak" "$P/bin/colloc" estimate hf:gpt2 --batch 1 --seq 32
 expect installed-data-dir 1 "in $P/share/colloc/zoo" "$P/bin/colloc" estimate no-such-model
 mkdir "$T/data"
 expect env-data-dir 1 "in $T/data/zoo" env COLLOC_DATA_DIR="$T/data" "$P/bin/colloc" estimate resnet50 --batch 32
