@@ -242,8 +242,9 @@ struct colloc_estimate {
 	/* Bytes autograd saves for backward in one forward pass (unique
 	 * storages; parameters and the model input excluded). */
 	uint64_t saved_activation_bytes;
-	/* ... and beside them, what the cross-entropy losses save (log_softmax's
-	 * result and nll_loss's total_weight; 0 for mse and none). */
+	/* ... and beside them, what the loss saves: the cross-entropy losses
+	 * log_softmax's result and nll_loss's total_weight, mse_loss the
+	 * model's output (the target is data; 0 for none). */
 	uint64_t loss_saved_bytes;
 	/* Exact sizes of trainable parameters, their gradients and the
 	 * optimizer's GPU state (not rounded by the allocator). */

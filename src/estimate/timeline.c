@@ -306,6 +306,17 @@ static int fresh(struct tl *t, int out, int kind, const char *role)
 	return 0;
 }
 
+/* Add storage s to this forward's saved bytes, once (not the model's
+ * input, which the saved-bytes totals leave out). */
+static void count_saved(struct tl *t, int s)
+{
+	if (!t->st[s].counted && t->st[s].role != NULL &&
+	    strcmp(t->st[s].role, "input") != 0) {
+		t->st[s].counted = true;
+		t->saved_bytes += t->st[s].bytes;
+	}
+}
+
 static void save(struct tl *t, int node, int s)
 {
 	int k;
@@ -323,11 +334,7 @@ static void save(struct tl *t, int node, int s)
 	if (k + 1 < 6)
 		t->saved[node][k + 1] = -1;
 	t->st[s].savers++;
-	if (!t->st[s].counted && t->st[s].role != NULL &&
-	    strcmp(t->st[s].role, "input") != 0) {
-		t->st[s].counted = true;
-		t->saved_bytes += t->st[s].bytes;
-	}
+	count_saved(t, s);
 }
 
 /* The operand of a matmul as bmm/mm sees it: its storage if the folded
@@ -898,11 +905,7 @@ static int seg_hold(struct tl *t, int r)
 				continue;
 			h[t->hold_n[r]++] = s;
 			t->st[s].savers++;
-			if (!t->st[s].counted && t->st[s].role != NULL &&
-			    strcmp(t->st[s].role, "input") != 0) {
-				t->st[s].counted = true;
-				t->saved_bytes += t->st[s].bytes;
-			}
+			count_saved(t, s);
 		}
 	return 0;
 }
@@ -1074,10 +1077,7 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 		st_free(t, wide);
 		if (*logp_st >= 0) {
 			t->st[*logp_st].savers = 1;
-			if (!t->st[*logp_st].counted) {
-				t->st[*logp_st].counted = true;
-				t->saved_bytes += t->st[*logp_st].bytes;
-			}
+			count_saved(t, *logp_st);
 		}
 		/* nll_loss saves its total_weight too, a 0-dim tensor of the
 		 * log-probabilities' type (counted; its one small block, like
@@ -1108,8 +1108,12 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 		if (target >= 0)
 			t->st[target].savers = 1;
 		*logp_st = target;
-		if (t->tstor[y] >= 0)
+		/* the output is what it saves (the target is data, as the
+		 * model's input and the labels are not counted) */
+		if (t->tstor[y] >= 0) {
 			t->st[t->tstor[y]].savers++;
+			count_saved(t, t->tstor[y]);
+		}
 	}
 	return st_new(t, 4, COLLOC_MEM_TEMPORARY, -1, "loss", loss_st);
 }

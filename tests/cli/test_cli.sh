@@ -76,6 +76,10 @@ expect estimate-causal-lm-loop 0 '"loss":"causal-lm-loop"' "$colloc" estimate gp
 # labels) or over the shifted copy's 31 rows (causal-lm-copy), plus nll_loss's total_weight
 expect estimate-loss-saved 0 '"loss_saved_bytes":6432900' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
 expect estimate-loss-saved-copy 0 '"loss_saved_bytes":6231872' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm-copy --json
+# mse_loss saves the model's output, [8, 1000] float32 (PyTorch 1.13 on the CPU, saved-tensor
+# hooks over resnet18's forward and the loss: 32000 bytes more); its target is data
+expect estimate-loss-saved-mse 0 '"loss_saved_bytes":32000,' "$colloc" estimate resnet18 --batch 8 --loss mse --json
+expect estimate-loss-saved-none 0 '"loss_saved_bytes":0,' "$colloc" estimate resnet18 --batch 8 --loss none --json
 expect estimate-bad-loss 2 "not one of cross-entropy, causal-lm, causal-lm-loop, causal-lm-copy, mse, none" "$colloc" estimate gpt2 --batch 1 --loss shifted
 expect estimate-keep-grads 0 '"keep_grads":true,"grad_accum":1,"peak_phase":"backward"' "$colloc" estimate resnet18 --batch 16 --keep-grads --json
 expect estimate-grad-accum 0 "accumulated over 4 micro-batches" "$colloc" estimate resnet18 --batch 16 --grad-accum 4
