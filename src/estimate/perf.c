@@ -686,26 +686,37 @@ static void loss(struct step *st, bool bwd_pass)
 	int y = st->g->n_outputs > 0 ? st->g->outputs[0] : -1;
 	int ph = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
 	double h = bwd_pass ? st->host_bwd_s : st->host_op_s;
-	double el, b, rows;
+	double el, b, narrow, rows;
 
 	if (y < 0 || st->o->loss == COLLOC_LOSS_NONE)
 		return;
 	el = numel(st->g, y);
-	b = (double)colloc_tensor_bytes(&st->g->tensors[y]);
+	/* the logits as the model makes them (half under autocast) */
+	narrow = tbytes(st, y);
 	rows = el / last_dim(st->g, y);
-	/* losses run in fp32 under autocast */
+	/* losses run in fp32 under autocast; Hugging Face's causal-LM loss
+	 * calls logits.float() without it too (the memory timeline's
+	 * loss_upcast) */
+	b = narrow;
+	if (narrow < 4 * el && colloc_dtype_is_float(st->g->tensors[y].dtype) &&
+	    (st->act_scale < 1 || st->o->loss == COLLOC_LOSS_CAUSAL_LM))
+		b = 4 * el;
 	if (st->o->loss == COLLOC_LOSS_MSE) {
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, bwd_pass ? 3 * b : 2 * b, 0,
 			   h);
 		return;
 	}
 	if (colloc_loss_shifts(st->o->loss) && !bwd_pass) /* logits[:, :-1] copy */
-		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, 2 * b, 0, h);
+		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, 2 * narrow, 0, h);
+	if (b > narrow && !bwd_pass) /* the float32 copy of the logits */
+		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
 	/* log_softmax + nll_loss; backward: nll grad (zeros + scatter) then
 	 * log_softmax backward */
 	if (bwd_pass) {
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, b, 0, h);
 		issue_elem(st, -1, ph, COLLOC_PERF_SOFTMAX, el, 3 * b, rows, h);
+		if (b > narrow) /* the gradient back to the logits' type */
+			issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
 	} else {
 		issue_elem(st, -1, ph, COLLOC_PERF_SOFTMAX, el, 2 * b, rows, h);
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, rows, rows * 8, 0, h);
