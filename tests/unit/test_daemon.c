@@ -278,21 +278,35 @@ static int cmp_d(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Median wall time of n submits, each followed by the pass it asks for. */
-static double submit_p50_us(struct fixture *f, int n)
+/* This thread's CPU time (user + system), us: what a submit costs, which
+ * other processes on a busy machine do not stretch as they do wall time. */
+static double cpu_us(void)
 {
-	double t[64];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Medians of the wall and CPU time of n submits, each followed by the
+ * pass it asks for. */
+static void submit_p50_us(struct fixture *f, int n, double *wall, double *cpu)
+{
+	double t[64], c[64];
 
 	assert_true(n <= 64);
 	for (int k = 0; k < n; k++) {
-		double t0 = real_us();
+		double t0 = real_us(), c0 = cpu_us();
 
 		(void)submit(f, 30 * GiB, "[\"true\"]");
 		(void)cd_daemon_tick(f->d, false);
 		t[k] = real_us() - t0;
+		c[k] = cpu_us() - c0;
 	}
 	qsort(t, (size_t)n, sizeof(t[0]), cmp_d);
-	return t[n / 2];
+	qsort(c, (size_t)n, sizeof(c[0]), cmp_d);
+	*wall = t[n / 2];
+	*cpu = c[n / 2];
 }
 
 /*
@@ -304,7 +318,7 @@ static double submit_p50_us(struct fixture *f, int n)
 static void test_submit_cost_flat_in_queue_depth(void **state)
 {
 	struct fixture *f = *state;
-	double shallow, deep;
+	double shallow, deep, shallow_cpu, deep_cpu;
 	uint64_t a;
 	size_t queued, running;
 
@@ -313,20 +327,25 @@ static void test_submit_cost_flat_in_queue_depth(void **state)
 	assert_int_equal(state_of(f, a), CD_JOB_RUNNING);
 	for (int k = 0; k < 100; k++)
 		(void)submit(f, 30 * GiB, "[\"true\"]");
-	shallow = submit_p50_us(f, 31);
+	submit_p50_us(f, 31, &shallow, &shallow_cpu);
 	for (int k = 0; k < 4900; k++)
 		(void)submit(f, 30 * GiB, "[\"true\"]");
-	deep = submit_p50_us(f, 31);
+	submit_p50_us(f, 31, &deep, &deep_cpu);
 	cd_daemon_counts(f->d, &queued, &running);
 	assert_true(queued >= 5000);
 	assert_int_equal(running, 1);
-	print_message(
-		"submit + pass, median: %.2f ms at depth 100, %.2f ms at depth %zu\n",
-		shallow / 1000, deep / 1000, queued);
+	print_message("submit + pass, median: %.2f ms at depth 100, %.2f ms at depth %zu "
+		      "(CPU %.2f and %.2f ms)\n",
+		      shallow / 1000, deep / 1000, queued, shallow_cpu / 1000,
+		      deep_cpu / 1000);
 	/* Under 5 ms at depth 5,000 (issue 14's bound, measured on an
 	 * optimised build); ASan and UBSan make the pass over 5,000 records
-	 * about four times slower, so a sanitised build gets 20 ms. */
-	assert_true(deep < LATENCY_BOUND_US);
+	 * about four times slower, so a sanitised build gets 20 ms. Bounded
+	 * in CPU time, which a loaded machine (the suite's other tests, a CI
+	 * run beside it) does not stretch; the wall time, which it does, only
+	 * within four times the bound, to catch a submit that blocks. */
+	assert_true(deep_cpu < LATENCY_BOUND_US);
+	assert_true(deep < 4 * LATENCY_BOUND_US);
 	cancel(f, a);
 }
 
