@@ -271,19 +271,33 @@ static int estimate_row(struct row *r, enum row_mode mode, struct colloc_diag *d
 	return rc;
 }
 
-/* summary()'s which for r->hf[h], and back (-3 - x is its own inverse) */
-#define SUM_HF(h) (-3 - (h))
+/* Which estimate of a row summary() reads: colloc's point estimate, its
+ * upper bound, one of the config estimates (hf[i]) or a published
+ * estimator's (base[i]). */
+enum source { SRC_OURS, SRC_UPPER, SRC_HF, SRC_BASE };
 
-static void summary(const char *name, struct row *rows, int n, int which)
+static double row_estimate(const struct row *r, enum source src, int i)
+{
+	switch (src) {
+	case SRC_UPPER:
+		return r->ours_upper;
+	case SRC_HF:
+		return r->hf[i];
+	case SRC_BASE:
+		return r->base[i];
+	case SRC_OURS:
+	default:
+		return r->ours;
+	}
+}
+
+static void summary(const char *name, struct row *rows, int n, enum source src, int i)
 {
 	double err[MAX_ROWS];
 	int m = 0, under = 0;
 
 	for (int k = 0; k < n; k++) {
-		double est = which <= -3   ? rows[k].hf[SUM_HF(which)]
-			     : which == -2 ? rows[k].ours_upper
-			     : which < 0   ? rows[k].ours
-					   : rows[k].base[which];
+		double est = row_estimate(&rows[k], src, i);
 
 		if (isnan(est) || est <= 0)
 			continue;
@@ -326,8 +340,8 @@ static void transformer_rows(struct row *rows, int n)
 	}
 	if (m == 0)
 		return;
-	printf("\ntransformer rows from config.json (hf:data/hf/gpt2, "
-	       "hf:data/hf/distilgpt2; seq 128, loss causal-lm;\n"
+	printf("\ntransformer rows from config.json (hf:gpt2, "
+	       "hf:distilgpt2; seq 128, loss causal-lm;\n"
 	       " copy: causal-lm-copy, the logits' shifted copy of transformers "
 	       "before 4.49;\n sdpa: --attention sdpa, transformers' default for GPT-2 "
 	       "since 4.42; neither is recorded for these runs):\n");
@@ -343,12 +357,12 @@ static void transformer_rows(struct row *rows, int n)
 		       100 * (tr[k].base[0] - tr[k].ground) / tr[k].ground);
 	printf("%-10s %5s %10s %10s %10s\n", "estimator", "runs", "median|e|", "p90 |e|",
 	       "under");
-	summary("config", tr, m, SUM_HF(HF_449));
-	summary("onnx", tr, m, -1);
-	summary("copy", tr, m, SUM_HF(HF_COPY));
-	summary("sdpa", tr, m, SUM_HF(HF_SDPA));
+	summary("config", tr, m, SRC_HF, HF_449);
+	summary("onnx", tr, m, SRC_OURS, 0);
+	summary("copy", tr, m, SRC_HF, HF_COPY);
+	summary("sdpa", tr, m, SRC_HF, HF_SDPA);
 	for (int k = 0; k < N_BASE; k++)
-		summary(base_names[k], tr, m, k);
+		summary(base_names[k], tr, m, SRC_BASE, k);
 	printf("(target for config.json: median <= 5%%, under-estimated <= 10%%)\n");
 }
 
@@ -957,14 +971,14 @@ int main(int argc, char **argv)
 	}
 	printf("%-10s %5s %10s %10s %10s\n", "estimator", "runs", "median|e|", "p90 |e|",
 	       "under");
-	summary("colloc", rows, n, -1);
+	summary("colloc", rows, n, SRC_OURS, 0);
 	for (int k = 0; k < N_BASE; k++)
-		summary(base_names[k], rows, n, k);
+		summary(base_names[k], rows, n, SRC_BASE, k);
 	printf("(targets for colloc: median <= 3%%, under-estimated <= 10%%; published "
 	       "estimators' numbers are theirs on these rows)\n");
 	printf("\nupper bound (peak_device_upper_bytes: + cuDNN workspace bound + one "
 	       "segment of fragmentation):\n");
-	summary("bound", rows, n, -2);
+	summary("bound", rows, n, SRC_UPPER, 0);
 	printf("(target: under-estimated <= 2%%; |e| here is how far above the "
 	       "measured peak the bound sits)\n");
 	transformer_rows(rows, n);
