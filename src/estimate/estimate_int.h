@@ -95,6 +95,24 @@ void colloc__requires_grad(const struct colloc_graph *g, bool *req);
 int colloc__param_source(const struct colloc_graph *g, int t);
 
 /*
+ * torch.autocast at forward op tp (its CUDA op lists in PyTorch 2.x: the
+ * matrix products, convolutions and attention in the half type; softmax,
+ * norms and the op table's COLLOC__AMP_FP32 ops in float32; the rest in
+ * the widest precision of its tensor inputs, parameters counting except a
+ * batch norm's own). One rule for the memory timeline and the step-time
+ * model. esz[] holds every tensor's element size at run time and gets the
+ * op's outputs'; present[x] < 0 says tensor x has no storage on the device
+ * (a folded constant), which is never cast. cast[k], for input k:
+ *  - 0: read as it is;
+ *  - 2 or 4: a copy in that element size, made for this op alone;
+ *  - COLLOC__AMP_WCACHE: parameter psrc[tp->in[k]] in half precision,
+ *    the autocast cache's one copy per forward pass.
+ */
+#define COLLOC__AMP_WCACHE 0x80
+void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp,
+		    const int *psrc, const int *present, uint8_t *esz, uint8_t cast[3]);
+
+/*
  * What colloc_estimate_run() is not told through the public options
  * (colloc/estimate.h) and the front door (model.c) knows from the model it
  * built: which regions of the graph are checkpointed. Zero-initialised =

@@ -371,105 +371,44 @@ static int matmul_operand(struct tl *t, int in, bool fold_batch, int *copy)
 	return 0;
 }
 
-/* torch.autocast's op lists (CUDA, PyTorch 2.x), as far as they matter here:
- * matrix products and convolutions run in half precision, softmax, norms,
- * pow/exp/log and sums in float32, everything else in the widest precision
- * of its tensor inputs. */
-enum { AMP_FOLLOW = 0, AMP_LOW, AMP_FP32 };
-
-static int amp_class(const struct tl *t, const struct colloc__top *tp)
-{
-	(void)t;
-	/* scaled_dot_product_attention is on autocast's lower-precision
-	 * list with the matrix products */
-	if (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR || tp->kind == OPK_MATMUL ||
-	    tp->kind == OPK_ATTENTION)
-		return AMP_LOW;
-	if (tp->kind == OPK_SOFTMAX || tp->kind == OPK_LAYERNORM)
-		return AMP_FP32;
-	if (tp->op && tp->op->amp == COLLOC__AMP_FP32)
-		return AMP_FP32;
-	return AMP_FOLLOW;
-}
-
-/* Autocast before the op runs: casts of its inputs (and the cached half
- * copies of parameters) into casts[], and the output's precision. */
+/* Autocast before the op runs (colloc__amp_op): its inputs' casts (and
+ * the cached half copies of parameters) into casts[], and the output's
+ * precision. */
 static int amp_prepare(struct tl *t, const struct colloc__top *tp, int *casts)
 {
-	const struct colloc_graph *g = t->g;
-	const struct colloc_node *n = &g->nodes[tp->node];
-	int cls = amp_class(t, tp), rc;
-	uint8_t out_esz = 0;
+	uint8_t cast[3];
+	int rc;
 
-	if (cls != AMP_FOLLOW) {
-		uint8_t want = cls == AMP_LOW ? 2 : 4;
+	colloc__amp_op(t->g, tp, t->psrc, t->tstor, t->esz, cast);
+	for (int k = 0; k < 3; k++) {
+		int in = tp->in[k], p;
 
-		for (int k = 0; k < 3; k++) {
-			int in = tp->in[k], p;
-
-			if (in < 0)
-				continue;
+		if (!cast[k])
+			continue;
+		if (cast[k] == COLLOC__AMP_WCACHE) {
 			p = psrc(t, in);
-			if (p >= 0) {
-				if (cls != AMP_LOW)
-					continue;
-				/* The autocast cache keeps one half copy of each
-				 * weight for the whole forward pass. */
-				if (t->wcast[p] < 0) {
-					rc = st_new(t, colloc_tensor_numel(T(t, p)) * 2,
-						    COLLOC_MEM_ACTIVATION, tp->node,
-						    "half-precision weight copy for",
-						    &t->wcast[p]);
-					if (rc)
-						return rc;
-					if (t->wcast[p] >= 0)
-						t->st[t->wcast[p]].refs = 1;
-				}
-				casts[k] = t->wcast[p];
-				continue;
+			/* The autocast cache keeps one half copy of each
+			 * weight for the whole forward pass. */
+			if (t->wcast[p] < 0) {
+				rc = st_new(t, colloc_tensor_numel(T(t, p)) * 2,
+					    COLLOC_MEM_ACTIVATION, tp->node,
+					    "half-precision weight copy for",
+					    &t->wcast[p]);
+				if (rc)
+					return rc;
+				if (t->wcast[p] >= 0)
+					t->st[t->wcast[p]].refs = 1;
 			}
-			if (t->tstor[in] < 0 || !colloc_dtype_is_float(T(t, in)->dtype) ||
-			    t->esz[in] == want)
-				continue;
-			rc = st_new(t, colloc_tensor_numel(T(t, in)) * want,
-				    COLLOC_MEM_ACTIVATION, tp->node,
-				    want == 2 ? "half-precision input copy for"
-					      : "float32 input copy for",
-				    &casts[k]);
-			if (rc)
-				return rc;
+			casts[k] = t->wcast[p];
+			continue;
 		}
-		out_esz = want;
-	} else {
-		/* Type promotion over tensor operands; parameters count
-		 * (T5's weight * x is float32), except a norm's own. */
-		int n_in = tp->kind == OPK_CONCAT ? n->n_inputs : tp->n_in;
-
-		for (int k = 0; k < n_in; k++) {
-			int in = tp->kind == OPK_CONCAT ? n->inputs[k] : tp->in[k];
-
-			if (in < 0 || t->tstor[in] < 0 ||
-			    !colloc_dtype_is_float(T(t, in)->dtype))
-				continue;
-			if (t->esz[in] > out_esz)
-				out_esz = t->esz[in];
-		}
-		if (tp->kind != OPK_BATCHNORM)
-			for (int i = 0; i < n->n_inputs; i++) {
-				int in = n->inputs[i];
-
-				if (in >= 0 && psrc(t, in) >= 0 && out_esz < 4)
-					out_esz = 4;
-			}
-	}
-	if (out_esz) {
-		if (tp->kind == OPK_SPLIT) {
-			for (int o = 0; o < n->n_outputs; o++)
-				if (n->outputs[o] >= 0)
-					t->esz[n->outputs[o]] = out_esz;
-		} else if (tp->out >= 0 && colloc_dtype_is_float(T(t, tp->out)->dtype)) {
-			t->esz[tp->out] = out_esz;
-		}
+		rc = st_new(t, colloc_tensor_numel(T(t, in)) * cast[k],
+			    COLLOC_MEM_ACTIVATION, tp->node,
+			    cast[k] == 2 ? "half-precision input copy for"
+					 : "float32 input copy for",
+			    &casts[k]);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

@@ -39,6 +39,81 @@ static int out_of(const struct colloc_node *n, int k)
 	return k < n->n_outputs ? n->outputs[k] : -1;
 }
 
+/* The op's autocast class (colloc__amp_op). */
+static int amp_class(const struct colloc__top *tp)
+{
+	/* scaled_dot_product_attention is on autocast's lower-precision
+	 * list with the matrix products */
+	if (tp->kind == OPK_CONV || tp->kind == OPK_LINEAR || tp->kind == OPK_MATMUL ||
+	    tp->kind == OPK_ATTENTION)
+		return COLLOC__AMP_LOW;
+	if (tp->kind == OPK_SOFTMAX || tp->kind == OPK_LAYERNORM)
+		return COLLOC__AMP_FP32;
+	if (tp->op && tp->op->amp == COLLOC__AMP_FP32)
+		return COLLOC__AMP_FP32;
+	return COLLOC__AMP_FOLLOW;
+}
+
+void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp,
+		    const int *psrc, const int *present, uint8_t *esz, uint8_t cast[3])
+{
+	const struct colloc_node *n = &g->nodes[tp->node];
+	int cls = amp_class(tp);
+	uint8_t out_esz = 0;
+
+	cast[0] = cast[1] = cast[2] = 0;
+	if (cls != COLLOC__AMP_FOLLOW) {
+		uint8_t want = cls == COLLOC__AMP_LOW ? 2 : 4;
+
+		for (int k = 0; k < 3; k++) {
+			int in = tp->in[k];
+
+			if (in < 0)
+				continue;
+			if (psrc[in] >= 0) {
+				if (cls == COLLOC__AMP_LOW)
+					cast[k] = COLLOC__AMP_WCACHE;
+				continue;
+			}
+			if (present[in] >= 0 &&
+			    colloc_dtype_is_float(g->tensors[in].dtype) &&
+			    esz[in] != want)
+				cast[k] = want;
+		}
+		out_esz = want;
+	} else {
+		/* Type promotion over tensor operands; parameters count
+		 * (T5's weight * x is float32), except a norm's own. */
+		int n_in = tp->kind == OPK_CONCAT ? n->n_inputs : tp->n_in;
+
+		for (int k = 0; k < n_in; k++) {
+			int in = tp->kind == OPK_CONCAT ? n->inputs[k] : tp->in[k];
+
+			if (in < 0 || present[in] < 0 ||
+			    !colloc_dtype_is_float(g->tensors[in].dtype))
+				continue;
+			if (esz[in] > out_esz)
+				out_esz = esz[in];
+		}
+		if (tp->kind != OPK_BATCHNORM)
+			for (int i = 0; i < n->n_inputs; i++) {
+				int in = n->inputs[i];
+
+				if (in >= 0 && psrc[in] >= 0 && out_esz < 4)
+					out_esz = 4;
+			}
+	}
+	if (!out_esz)
+		return;
+	if (tp->kind == OPK_SPLIT) {
+		for (int o = 0; o < n->n_outputs; o++)
+			if (n->outputs[o] >= 0)
+				esz[n->outputs[o]] = out_esz;
+	} else if (tp->out >= 0 && colloc_dtype_is_float(g->tensors[tp->out].dtype)) {
+		esz[tp->out] = out_esz;
+	}
+}
+
 int colloc__param_source(const struct colloc_graph *g, int t)
 {
 	/* Linear weights reach MatMul through Transpose (and, under AMP
