@@ -668,6 +668,66 @@ static void bench_gpumemnet(const char *platform)
 }
 
 /*
+ * 6, kernels: the kernels one step launches, counted by the profiler
+ * (measure_gpu.py's `kernels`) and by colloc's step model, and what
+ * autocast adds to them -- an AMP row's count less its model's fp32 row's
+ * -- against colloc's casts (colloc__amp_op); before them colloc added 2
+ * kernels for autocast (the loss's conversions), the baseline printed.
+ */
+static void h200_kernels(int n, double kern[2][MAX_ROWS], char rmodel[][64],
+			 const int *rprec)
+{
+	static double e[MAX_ROWS], ec[MAX_ROWS], ma[MAX_ROWS], pa[MAX_ROWS], ea[MAX_ROWS],
+		eb[MAX_ROWS], mk[MAX_ROWS];
+	int m = 0, na = 0;
+	double med;
+
+	for (int i = 0; i < n; i++)
+		if (kern[0][i] > 0) {
+			mk[m] = kern[0][i];
+			e[m++] = rel_err(kern[1][i], kern[0][i]);
+		}
+	if (m == 0)
+		return;
+	med = median(mk, m);
+	for (int i = 0; i < m; i++)
+		ec[i] = rel_err(med, mk[i]);
+	printf("6, kernels per step (the profiler's count, %d rows)  median|e|\n", m);
+	printf("%-44s %9.1f%%\n", "colloc", 100 * median(e, m));
+	printf("%-44s %9.1f%%\n", "constant median", 100 * median(ec, m));
+	printf("autocast's kernels: an AMP row's count less its model's fp32 row's\n");
+	printf("  %-14s %-9s %9s %9s\n", "model", "precision", "measured", "colloc");
+	for (int i = 0; i < n; i++) {
+		int f32 = -1;
+
+		if (kern[0][i] <= 0 || (rprec[i] != COLLOC_PREC_AMP_FP16 &&
+					rprec[i] != COLLOC_PREC_AMP_BF16))
+			continue;
+		for (int j = 0; j < n; j++)
+			if (rprec[j] == COLLOC_PREC_FP32 && kern[0][j] > 0 &&
+			    strcmp(rmodel[j], rmodel[i]) == 0)
+				f32 = j;
+		if (f32 < 0)
+			continue;
+		ma[na] = kern[0][i] - kern[0][f32];
+		pa[na] = kern[1][i] - kern[1][f32];
+		ea[na] = ma[na] > 0 ? fabs(pa[na] - ma[na]) / ma[na] : 0;
+		eb[na] = ma[na] > 0 ? fabs(2 - ma[na]) / ma[na] : 0;
+		printf("  %-14s %-9s %+9.0f %+9.0f\n", rmodel[i],
+		       rprec[i] == COLLOC_PREC_AMP_FP16 ? "amp-fp16" : "amp-bf16", ma[na],
+		       pa[na]);
+		na++;
+	}
+	if (na) {
+		printf("%-44s %9.1f%%\n", "  colloc's casts, median|e|",
+		       100 * median(ea, na));
+		printf("%-44s %9.1f%%\n", "  2 kernels (colloc before its casts)",
+		       100 * median(eb, na));
+	}
+	printf("\n");
+}
+
+/*
  * 6. This project's H200 runs (data/measurements/perf/, tools/measure_gpu.py
  * --perf and tools/measure_mlp_util.py, one session): step time and
  * utilization.gpu of zoo models x precisions with the batch on the GPU, and
@@ -690,10 +750,12 @@ static void bench_h200(void)
 	char path[4096], hline[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
 	char *hdr[64], *f[64];
 	static double step[2][MAX_ROWS], meas[MAX_ROWS], util[2][MAX_ROWS],
-		mutil[MAX_ROWS], cut[MAX_ROWS];
+		mutil[MAX_ROWS], cut[MAX_ROWS], kern[2][MAX_ROWS];
+	static char rmodel[MAX_ROWS][64];
+	static int rprec[MAX_ROWS];
 	static const char *const cols[6] = {
 		"model", "batch", "seq", "precision", "step_ms_median", "util_gpu_pct"};
-	int nh, n = 0, c[6], cm, cb, cs, cp, cstep, cutil;
+	int nh, n = 0, c[6], cm, cb, cs, cp, cstep, cutil, ck;
 	const char *missing;
 	FILE *fp;
 
@@ -714,6 +776,7 @@ static void bench_h200(void)
 		return;
 	}
 	cm = c[0], cb = c[1], cs = c[2], cp = c[3], cstep = c[4], cutil = c[5];
+	ck = tool_csv_col(hdr, nh, "kernels"); /* the profiler's count, if any */
 	while (n < MAX_ROWS && fgets(line, sizeof(line), fp)) {
 		int prec = -1;
 		char gpath[4096];
@@ -769,6 +832,8 @@ static void bench_h200(void)
 					o.host_bwd_op_us = mh.bwd_op_us;
 				}
 				ok = colloc_perf_predict(g, &o, &r, &diag) == 0;
+				if (ok && hset == 0)
+					kern[1][n] = r.kernels;
 				if (ok) {
 					step[hset][n] = r.step_ms;
 					util[hset][n] = 100 * r.gpu_util;
@@ -783,6 +848,9 @@ static void bench_h200(void)
 			continue;
 		meas[n] = atof(f[cstep]);
 		mutil[n] = atof(f[cutil]);
+		kern[0][n] = ck >= 0 ? atof(f[ck]) : 0;
+		snprintf(rmodel[n], sizeof(rmodel[n]), "%s", f[cm]);
+		rprec[n] = prec;
 		if (getenv("BENCH_PERF_DEBUG"))
 			fprintf(stderr,
 				"%s b%s %s: step %.1f | %.1f / %.1f ms, util %.0f | %.0f "
@@ -822,6 +890,7 @@ static void bench_h200(void)
 		       "CUDA tensors)\n\n",
 		       mh.op_us, mh.bwd_op_us);
 	}
+	h200_kernels(n, kern, rmodel, rprec);
 	snprintf(path, sizeof(path), "%s/measurements/perf/h200-mlp.csv", data_dir);
 	bench_mlp("6b. This project's H200 MLP runs, default host costs", path, plat,
 		  &project_host);

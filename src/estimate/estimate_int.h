@@ -45,6 +45,10 @@ struct colloc__top {
 	 * repeated weight), in bytes each. */
 	uint64_t extra_saved[3];
 	int n_extra;
+	/* nn.Linear's bias where the graph adds it after a MatMul (the Add is
+	 * absorbed into this top; a Gemm's is in[2]): only autocast reads it,
+	 * colloc__amp_input(). -1 if none. */
+	int bias;
 	bool matmul; /* uses cuBLAS (workspace allocated at first use) */
 	bool grad_view; /* backward hands grad_output through as a view */
 };
@@ -99,9 +103,11 @@ int colloc__param_source(const struct colloc_graph *g, int t);
  * matrix products, convolutions and attention in the half type; softmax,
  * norms and the op table's COLLOC__AMP_FP32 ops in float32; the rest in
  * the widest precision of its tensor inputs, parameters counting except a
- * batch norm's own). One rule for the memory timeline and the step-time
- * model. esz[] holds every tensor's element size at run time and gets the
- * op's outputs'; present[x] < 0 says tensor x has no storage on the device
+ * batch norm's own). Under fp16 (not bf16) autocast softmax reads its half
+ * input and writes float32 in one kernel (half_to_float, ATen's
+ * SoftMax.cpp), so nothing is cast for it. One rule for the memory
+ * timeline and the step-time model. esz[] holds every tensor's element size at run time
+ * and gets the op's outputs'; present[x] < 0 says tensor x has no storage on the device
  * (a folded constant), which is never cast. cast[k], for input k:
  *  - 0: read as it is;
  *  - 2 or 4: a copy in that element size, made for this op alone;
@@ -109,7 +115,10 @@ int colloc__param_source(const struct colloc_graph *g, int t);
  *    the autocast cache's one copy per forward pass.
  */
 #define COLLOC__AMP_WCACHE 0x80
-void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp,
+/* The tensor in autocast's input slot k (0..2) of tp: in[k], and for a
+ * MatMul + Add linear its bias in slot 2. */
+int colloc__amp_input(const struct colloc__top *tp, int k);
+void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp, bool fp16,
 		    const int *psrc, const int *present, uint8_t *esz, uint8_t cast[3]);
 
 /*

@@ -72,6 +72,9 @@ static const struct colloc_platform_eff default_eff[COLLOC_PERF_CLASS_COUNT_] = 
 #define MTA_TENSORS 110
 #define MTA_CHUNKS 320
 #define MTA_CHUNK 65536.0
+/* The host's cost of a further kernel one op launches (the op's own
+ * dispatch is paid once, with its first). */
+#define LAUNCH_ONLY_S 1e-6
 
 void colloc_perf_opts_init(struct colloc_perf_opts *o)
 {
@@ -505,6 +508,47 @@ static void attention_op(struct step *st, const struct colloc__top *tp, bool *re
 		 2 * io, eff, blocks, 0);
 }
 
+/*
+ * Training batch norm reads the input twice (statistics, then
+ * normalisation); backward reads grad and input twice more. cuDNN does
+ * it in one kernel each way; PyTorch keeps bfloat16 inputs or weights
+ * away from cuDNN (_select_batch_norm_backend in ATen's
+ * Normalization.cpp), and its own CUDA kernels make the statistics (or,
+ * backward, the reductions) and the elementwise pass two. nn.BatchNorm's
+ * forward also counts the batch, num_batches_tracked.add_(1), an op and a
+ * kernel of its own, where it keeps running statistics (buffers, inputs 3
+ * and 4).
+ */
+static void batch_norm(struct step *st, const struct colloc__top *tp, bool bwd_pass)
+{
+	const struct colloc_graph *g = st->g;
+	const struct colloc_node *n = &g->nodes[tp->node];
+	double out_el = numel(g, tp->out), ob = tbytes(st, tp->out);
+	double ib = tbytes(st, tp->in[0]);
+	int ph = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
+	double h = bwd_pass ? st->host_bwd_s : st->host_op_s;
+	double bytes = bwd_pass ? 3 * ib + ob : 2 * ib + ob;
+	int w = tp->in[1];
+	bool bf16 = st->o->precision == COLLOC_PREC_AMP_BF16 ||
+		    (w >= 0 && g->tensors[w].dtype == COLLOC_DT_BFLOAT16) ||
+		    (tp->in[0] >= 0 && g->tensors[tp->in[0]].dtype == COLLOC_DT_BFLOAT16);
+
+	if (bf16) {
+		double first = bwd_pass ? 2 * ib : ib;
+
+		issue_elem(st, tp->node, ph, COLLOC_PERF_NORM, out_el, first,
+			   out_el / 512, h);
+		issue_elem(st, tp->node, ph, COLLOC_PERF_NORM, out_el, bytes - first, 0,
+			   LAUNCH_ONLY_S);
+	} else {
+		issue_elem(st, tp->node, ph, COLLOC_PERF_NORM, out_el, bytes,
+			   out_el / 512, h);
+	}
+	if (!bwd_pass && n->n_inputs >= 5 && n->inputs[3] >= 0 &&
+	    g->tensors[n->inputs[3]].param_class == COLLOC_PARAM_BUFFER)
+		issue_elem(st, tp->node, ph, COLLOC_PERF_ELEM, 1, 16, 0, st->host_op_s);
+}
+
 /* Forward (bwd_pass false) or backward kernels of one op. */
 static void op_kernels(struct step *st, const struct colloc__top *tp, bool *req,
 		       bool bwd_pass)
@@ -525,10 +569,7 @@ static void op_kernels(struct step *st, const struct colloc__top *tp, bool *req,
 		attention_op(st, tp, req, bwd_pass);
 		return;
 	case OPK_BATCHNORM:
-		/* training batch norm reads the input twice (statistics, then
-		 * normalisation); backward reads grad and input twice more */
-		issue_elem(st, tp->node, ph, COLLOC_PERF_NORM, out_el,
-			   bwd_pass ? 3 * ib + ob : 2 * ib + ob, out_el / 512, h);
+		batch_norm(st, tp, bwd_pass);
 		return;
 	case OPK_LAYERNORM:
 		issue_elem(st, tp->node, ph, COLLOC_PERF_NORM, out_el,
@@ -676,7 +717,7 @@ static void optimizer(struct step *st)
 		for (int l = 0; l < (int)launches; l++)
 			issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,
 				   elems / launches, bytes / launches, 0,
-				   l == 0 ? st->host_op_s : 1e-6);
+				   l == 0 ? st->host_op_s : LAUNCH_ONLY_S);
 	}
 }
 
@@ -687,6 +728,7 @@ static void loss(struct step *st, bool bwd_pass)
 	int ph = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
 	double h = bwd_pass ? st->host_bwd_s : st->host_op_s;
 	double el, b, narrow, rows;
+	bool copies;
 
 	if (y < 0 || st->o->loss == COLLOC_LOSS_NONE)
 		return;
@@ -708,19 +750,150 @@ static void loss(struct step *st, bool bwd_pass)
 	}
 	if (colloc_loss_shifts(st->o->loss) && !bwd_pass) /* logits[:, :-1] copy */
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, 2 * narrow, 0, h);
-	if (b > narrow && !bwd_pass) /* the float32 copy of the logits */
+	/* the float32 copy of the logits, and its gradient's conversion back:
+	 * not under fp16 autocast's cross-entropy, whose log_softmax reads
+	 * half and writes float32 in one kernel (the timeline's
+	 * loss_copies) */
+	copies = b > narrow && (st->o->loss == COLLOC_LOSS_CAUSAL_LM ||
+				st->o->precision != COLLOC_PREC_AMP_FP16);
+	if (copies && !bwd_pass)
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
 	/* log_softmax + nll_loss; backward: nll grad (zeros + scatter) then
 	 * log_softmax backward */
 	if (bwd_pass) {
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, b, 0, h);
 		issue_elem(st, -1, ph, COLLOC_PERF_SOFTMAX, el, 3 * b, rows, h);
-		if (b > narrow) /* the gradient back to the logits' type */
+		if (copies)
 			issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
 	} else {
 		issue_elem(st, -1, ph, COLLOC_PERF_SOFTMAX, el, 2 * b, rows, h);
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, rows, rows * 8, 0, h);
 	}
+}
+
+/* torch.autocast's casts (colloc__amp_op, the rule the memory timeline
+ * follows): each one is a conversion kernel in the forward pass and, for a
+ * tensor that needs a gradient, another in the backward (to_copy's
+ * backward converts the gradient back). */
+struct amp_walk {
+	uint8_t *esz; /* tensor -> element size at run time */
+	int *present; /* tensor -> >= 0 where it has storage on the device */
+	int *psrc; /* tensor -> the parameter it reads, or -1 */
+	bool *cached; /* parameter -> its half copy made this forward pass */
+	uint8_t (*cast)[3]; /* top -> its inputs' casts, for the backward */
+};
+
+static void amp_forward(struct step *st, struct amp_walk *aw,
+			const struct colloc__top *tops, int k)
+{
+	const struct colloc_graph *g = st->g;
+	const struct colloc__top *tp = &tops[k];
+	const struct colloc_node *n = &g->nodes[tp->node];
+	uint8_t *c = aw->cast[k];
+
+	colloc__amp_op(g, tp, st->o->precision == COLLOC_PREC_AMP_FP16, aw->psrc,
+		       aw->present, aw->esz, c);
+	for (int i = 0; i < 3; i++) {
+		int in = colloc__amp_input(tp, i), p;
+		double el;
+
+		if (!c[i])
+			continue;
+		if (c[i] == COLLOC__AMP_WCACHE) {
+			p = aw->psrc[in];
+			if (aw->cached[p]) {
+				c[i] = 0; /* the cache's copy: no kernel, no backward */
+				continue;
+			}
+			aw->cached[p] = true;
+			el = (double)colloc_tensor_numel(&g->tensors[p]);
+			issue_elem(st, tp->node, COLLOC_PERF_FORWARD, COLLOC_PERF_ELEM,
+				   el, el * (colloc_dtype_size(g->tensors[p].dtype) + 2),
+				   0, st->host_op_s);
+			continue;
+		}
+		el = (double)colloc_tensor_numel(&g->tensors[in]);
+		issue_elem(st, tp->node, COLLOC_PERF_FORWARD, COLLOC_PERF_ELEM, el,
+			   el * (aw->esz[in] + c[i]), 0, st->host_op_s);
+	}
+	/* what the op makes exists on the device, unless it is a view of
+	 * what does not (a split's outputs are all views) */
+	for (int o = 0; o < n->n_outputs; o++) {
+		int y = tp->kind == OPK_SPLIT ? n->outputs[o] : o == 0 ? tp->out : -1;
+
+		if (y >= 0)
+			aw->present[y] = tp->fwd != FWD_VIEW ? 0
+					 : tp->in[0] >= 0    ? aw->present[tp->in[0]]
+							     : -1;
+	}
+}
+
+static void amp_backward(struct step *st, const struct amp_walk *aw,
+			 const struct colloc__top *tops, int k, const bool *req)
+{
+	const struct colloc_graph *g = st->g;
+	const struct colloc__top *tp = &tops[k];
+
+	for (int i = 0; i < 3; i++) {
+		int in = colloc__amp_input(tp, i), src;
+		double el;
+
+		if (!aw->cast[k][i])
+			continue;
+		src = aw->cast[k][i] == COLLOC__AMP_WCACHE ? aw->psrc[in] : in;
+		if (!req[src])
+			continue;
+		el = (double)colloc_tensor_numel(&g->tensors[src]);
+		issue_elem(st, tp->node, COLLOC_PERF_BACKWARD, COLLOC_PERF_ELEM, el,
+			   el * ((aw->cast[k][i] == COLLOC__AMP_WCACHE ? 2
+								       : aw->cast[k][i]) +
+				 (aw->cast[k][i] == COLLOC__AMP_WCACHE
+					  ? colloc_dtype_size(g->tensors[src].dtype)
+					  : aw->esz[src])),
+			   0, st->host_bwd_s);
+	}
+}
+
+static void amp_walk_free(struct amp_walk *aw)
+{
+	free(aw->esz);
+	free(aw->present);
+	free(aw->psrc);
+	free(aw->cached);
+	free(aw->cast);
+	memset(aw, 0, sizeof(*aw));
+}
+
+/* The walk's state before the forward pass: the graph's dtypes; storage
+ * for parameters, buffers and the inputs (timeline.c's model.to(cuda) and
+ * x.to(cuda)). */
+static int amp_walk_new(const struct colloc_graph *g, int n_tops, struct amp_walk *aw,
+			struct colloc_diag *diag)
+{
+	size_t nt = (size_t)g->n_tensors + 1;
+
+	aw->esz = malloc(nt);
+	aw->present = malloc(nt * sizeof(*aw->present));
+	aw->psrc = malloc(nt * sizeof(*aw->psrc));
+	aw->cached = calloc(nt, sizeof(*aw->cached));
+	aw->cast = calloc((size_t)n_tops + 1, sizeof(*aw->cast));
+	if (!aw->esz || !aw->present || !aw->psrc || !aw->cached || !aw->cast) {
+		amp_walk_free(aw);
+		return colloc_diag_set(diag, -ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct colloc_tensor *x = &g->tensors[i];
+
+		aw->esz[i] = (uint8_t)colloc_dtype_size(x->dtype);
+		aw->psrc[i] = colloc__param_source(g, i);
+		aw->present[i] = x->param_class == COLLOC_PARAM_TRAINABLE ||
+						 x->param_class == COLLOC_PARAM_BUFFER
+					 ? 0
+					 : -1;
+	}
+	for (int i = 0; i < g->n_inputs; i++)
+		aw->present[g->inputs[i]] = 0;
+	return 0;
 }
 
 /* Which tensors need a gradient: trainable parameters and everything
@@ -771,6 +944,7 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 {
 	struct colloc_platform def;
 	struct colloc__top *tops = NULL;
+	struct amp_walk aw = {0};
 	bool *req = NULL;
 	struct step st;
 	double in_bytes = 0, batch;
@@ -859,12 +1033,17 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 		st.gpu_end_s = st.host_s;
 	}
 
+	if (st.act_scale < 1 && (rc = amp_walk_new(g, n, &aw, diag)))
+		goto out;
 	/* views cost the host a dispatch and launch nothing */
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < n; k++) {
+		if (aw.esz && tops[k].fwd != FWD_SKIP)
+			amp_forward(&st, &aw, tops, k);
 		if (tops[k].fwd == FWD_VIEW)
 			st.host_s += st.host_op_s / 2;
 		else if (tops[k].fwd != FWD_SKIP)
 			op_kernels(&st, &tops[k], req, false);
+	}
 	loss(&st, false);
 	/* backward: the autograd engine walks the ops in reverse */
 	st.host_s += st.host_op_s; /* loss.backward() call */
@@ -875,6 +1054,8 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 		if (tp->fwd == FWD_SKIP || tp->out < 0 || !req[tp->out])
 			continue;
 		op_kernels(&st, tp, req, true);
+		if (aw.esz)
+			amp_backward(&st, &aw, tops, k, req);
 		/* gradients arriving from several consumers are summed */
 		if (g->tensors[tp->out].consumers > 1 && tp->kind != OPK_VIEW)
 			for (int c = 1; c < g->tensors[tp->out].consumers; c++)
@@ -908,6 +1089,7 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 	for (int i = 0; i < out->n_top; i++)
 		out->top[i].cls = st.node_cls[out->top[i].node];
 out:
+	amp_walk_free(&aw);
 	free(tops);
 	free(req);
 	free(st.node_s);

@@ -379,9 +379,10 @@ static int amp_prepare(struct tl *t, const struct colloc__top *tp, int *casts)
 	uint8_t cast[3];
 	int rc;
 
-	colloc__amp_op(t->g, tp, t->psrc, t->tstor, t->esz, cast);
+	colloc__amp_op(t->g, tp, t->opts->precision == COLLOC_PREC_AMP_FP16, t->psrc,
+		       t->tstor, t->esz, cast);
 	for (int k = 0; k < 3; k++) {
-		int in = tp->in[k], p;
+		int in = colloc__amp_input(tp, k), p;
 
 		if (!cast[k])
 			continue;
@@ -962,6 +963,18 @@ static bool loss_upcast(const struct tl *t, int y)
 	       colloc_dtype_is_float(t->g->tensors[y].dtype);
 }
 
+/* Is the loss's float32 conversion of the logits a copy of its own?
+ * logits.float() (causal-lm) is, and so is log_softmax's conversion under
+ * bf16 autocast (input.toType(float)); under fp16 autocast CUDA's
+ * log_softmax reads the half logits and writes float32 in one kernel
+ * (half_to_float, ATen's SoftMax.cpp), and its backward writes the half
+ * gradient. */
+static bool loss_copies(const struct tl *t, int y)
+{
+	return loss_upcast(t, y) && (t->opts->loss == COLLOC_LOSS_CAUSAL_LM ||
+				     t->opts->precision != COLLOC_PREC_AMP_FP16);
+}
+
 /* Is the loss log_softmax + nll_loss over the last dimension of the first
  * output (cross-entropy and the causal-LM losses)? */
 static bool loss_is_ce(int loss)
@@ -999,14 +1012,18 @@ static int run_loss(struct tl *t, int *loss_st, int *logp_st, int *shift_st)
 		}
 		if (loss_upcast(t, y)) {
 			/* Under autocast log_softmax runs in float32
-			 * (fp32_set_opt_dtype in ATen's autocast_mode.cpp): it
-			 * converts its half input, a copy dropped when it
-			 * returns, and keeps a float32 result. */
+			 * (fp32_set_opt_dtype in ATen's autocast_mode.cpp) and
+			 * keeps a float32 result; where it converts its half
+			 * input first (loss_copies), that copy is dropped when
+			 * it returns. */
 			bytes = bytes / t->esz[y] * 4;
-			rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
-				    "float32 copy of the logits for the loss", &wide);
-			if (rc)
-				return rc;
+			if (loss_copies(t, y)) {
+				rc = st_new(t, bytes, COLLOC_MEM_TEMPORARY, -1,
+					    "float32 copy of the logits for the loss",
+					    &wide);
+				if (rc)
+					return rc;
+			}
 		}
 		/* log_softmax keeps its result for backward. */
 		rc = st_new(t, bytes, COLLOC_MEM_ACTIVATION, -1,
@@ -1088,6 +1105,9 @@ static int run_loss_backward(struct tl *t, int logp_st)
 		if (rc)
 			return rc;
 		st_free(t, gl);
+		/* half_to_float's backward writes the half gradient itself */
+		if (loss_upcast(t, y) && !loss_copies(t, y))
+			sb = sb / 4 * t->esz[y];
 		rc = st_new(t, sb, COLLOC_MEM_TEMPORARY, -1, "gradient of the logits",
 			    &glogp);
 		if (rc)
@@ -1097,7 +1117,7 @@ static int run_loss_backward(struct tl *t, int logp_st)
 			t->st[logp_st].savers = 0;
 			st_release(t, logp_st);
 		}
-		if (loss_upcast(t, y)) {
+		if (loss_copies(t, y)) {
 			/* the float32 conversion's backward: the gradient
 			 * converted back to the logits' type */
 			int narrow;

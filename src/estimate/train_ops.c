@@ -54,7 +54,12 @@ static int amp_class(const struct colloc__top *tp)
 	return COLLOC__AMP_FOLLOW;
 }
 
-void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp,
+int colloc__amp_input(const struct colloc__top *tp, int k)
+{
+	return k == 2 && tp->in[2] < 0 ? tp->bias : tp->in[k];
+}
+
+void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp, bool fp16,
 		    const int *psrc, const int *present, uint8_t *esz, uint8_t cast[3])
 {
 	const struct colloc_node *n = &g->nodes[tp->node];
@@ -66,7 +71,7 @@ void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp,
 		uint8_t want = cls == COLLOC__AMP_LOW ? 2 : 4;
 
 		for (int k = 0; k < 3; k++) {
-			int in = tp->in[k];
+			int in = colloc__amp_input(tp, k);
 
 			if (in < 0)
 				continue;
@@ -75,9 +80,11 @@ void colloc__amp_op(const struct colloc_graph *g, const struct colloc__top *tp,
 					cast[k] = COLLOC__AMP_WCACHE;
 				continue;
 			}
+			/* fp16 softmax: half_to_float, no copy */
 			if (present[in] >= 0 &&
 			    colloc_dtype_is_float(g->tensors[in].dtype) &&
-			    esz[in] != want)
+			    esz[in] != want &&
+			    !(fp16 && tp->kind == OPK_SOFTMAX && esz[in] == 2))
 				cast[k] = want;
 		}
 		out_esz = want;
@@ -432,6 +439,7 @@ static void classify(const struct colloc_graph *g, const struct tr_ctx *cx, int 
 	tp->in[0] = a;
 	tp->in[1] = b;
 	tp->in[2] = in_of(n, 2);
+	tp->bias = -1;
 	tp->n_in = n->n_inputs < 3 ? n->n_inputs : 3;
 	tp->out = out_of(n, 0);
 	tp->fwd = FWD_NEW;
@@ -902,6 +910,7 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 		tops[k].node = k;
 		tops[k].out = -1;
 		tops[k].in[0] = tops[k].in[1] = tops[k].in[2] = -1;
+		tops[k].bias = -1;
 	}
 	/* Patterns first: they decide which nodes are parts of another. */
 	for (int k = 0; k < g->n_nodes; k++) {
@@ -962,6 +971,7 @@ int colloc__train_ops(const struct colloc_graph *g, int precision,
 				tops[an].fwd = FWD_SKIP;
 				tops[an].kind = OPK_OTHER;
 				tops[k].out = out_of(&g->nodes[an], 0);
+				tops[k].bias = other_in(&g->nodes[an], out_of(n, 0));
 			}
 		}
 	}

@@ -76,6 +76,11 @@ expect estimate-causal-lm-loop 0 '"loss":"causal-lm-loop"' "$colloc" estimate gp
 # labels) or over the shifted copy's 31 rows (causal-lm-copy), plus nll_loss's total_weight
 expect estimate-loss-saved 0 '"loss_saved_bytes":6432900' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm --json
 expect estimate-loss-saved-copy 0 '"loss_saved_bytes":6231872' "$colloc" estimate gpt2 --batch 1 --dim seq=32 --loss causal-lm-copy --json
+# Under bf16 autocast log_softmax converts the half logits with a float32 copy of its own,
+# and the loss is the peak; under fp16 CUDA's log_softmax reads half and writes float32 in one
+# kernel (ATen's half_to_float), so the peak moves to the backward
+expect estimate-amp-bf16-loss-copy 0 '"peak_phase":"loss"' "$colloc" estimate gpt2 --batch 4 --dim seq=512 --precision amp-bf16 --json
+expect estimate-amp-fp16-no-loss-copy 0 '"peak_phase":"backward"' "$colloc" estimate gpt2 --batch 4 --dim seq=512 --precision amp-fp16 --json
 # mse_loss saves the model's output, [8, 1000] float32 (PyTorch 1.13 on the CPU, saved-tensor
 # hooks over resnet18's forward and the loss: 32000 bytes more); its target is data
 expect estimate-loss-saved-mse 0 '"loss_saved_bytes":32000,' "$colloc" estimate resnet18 --batch 8 --loss mse --json

@@ -601,6 +601,64 @@ static void test_amp_faster(void **state)
 			 fp32.memory_bound_ms);
 }
 
+/*
+ * Autocast's casts are kernels (colloc__amp_op): on the 3-layer MLP, the
+ * forward converts the input and, once each through the weight cache, the
+ * three weights and three biases (7); the backward converts the six
+ * parameters' gradients back (6; the input needs none). The loss's
+ * log_softmax converts the half logits with a copy of its own under bf16
+ * (one kernel each way), and under fp16 reads half and writes float32 in
+ * one kernel (ATen's half_to_float): none.
+ */
+static void test_amp_casts(void **state)
+{
+	struct colloc_graph *g = mlp();
+	struct colloc_perf_opts o;
+	struct colloc_perf fp32, bf16, fp16;
+
+	(void)state;
+	infer_at(g, 32);
+	colloc_perf_opts_init(&o);
+	o.batch = 32;
+	predict(g, &o, &fp32);
+	o.precision = COLLOC_PREC_AMP_BF16;
+	predict(g, &o, &bf16);
+	o.precision = COLLOC_PREC_AMP_FP16;
+	predict(g, &o, &fp16);
+	assert_int_equal(bf16.kernels - fp32.kernels, 7 + 6 + 2);
+	assert_int_equal(fp16.kernels - fp32.kernels, 7 + 6);
+}
+
+/*
+ * bfloat16 keeps batch norm away from cuDNN (ATen's
+ * _select_batch_norm_backend): PyTorch's own kernels make the statistics
+ * and the elementwise pass two kernels each way, against cuDNN's one under
+ * fp16. With the loss's copy under bf16 (one kernel each way), ResNet-18's
+ * 20 batch norms launch 2 x 20 + 2 kernels more under amp-bf16 than under
+ * amp-fp16 -- the H200's profiler counted 32 more (462 against 430; fp16's
+ * GradScaler, not modelled, launches some of its own).
+ */
+static void test_bf16_batch_norm(void **state)
+{
+	struct colloc_graph *g = load_zoo("resnet18");
+	struct colloc_perf_opts o;
+	struct colloc_perf fp16, bf16;
+	int n_bn = 0;
+
+	(void)state;
+	infer_at(g, 32);
+	for (int k = 0; k < g->n_nodes; k++)
+		n_bn += strcmp(g->nodes[k].op_type, "BatchNormalization") == 0;
+	assert_int_equal(n_bn, 20);
+	colloc_perf_opts_init(&o);
+	o.batch = 32;
+	o.precision = COLLOC_PREC_AMP_FP16;
+	predict(g, &o, &fp16);
+	o.precision = COLLOC_PREC_AMP_BF16;
+	predict(g, &o, &bf16);
+	assert_int_equal(bf16.kernels - fp16.kernels, 2 * n_bn + 2);
+}
+
 static void test_errors(void **state)
 {
 	struct colloc_graph *g = load_zoo("resnet18");
@@ -835,6 +893,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_resnet18, teardown),
 		cmocka_unit_test_teardown(test_mlp, teardown),
 		cmocka_unit_test_teardown(test_top_classes, teardown),
+		cmocka_unit_test_teardown(test_amp_casts, teardown),
+		cmocka_unit_test_teardown(test_bf16_batch_norm, teardown),
 		cmocka_unit_test_teardown(test_amp_faster, teardown),
 		cmocka_unit_test_teardown(test_errors, teardown),
 		cmocka_unit_test_teardown(test_profiles, teardown),
