@@ -721,6 +721,50 @@ static void optimizer(struct step *st)
 	}
 }
 
+/*
+ * torch.amp.GradScaler, which PyTorch's recipe for fp16 autocast uses (bf16
+ * needs none), read in torch/amp/grad_scaler.py: scale() multiplies the
+ * loss by the scale (one kernel); step() first unscales -- the scale's
+ * reciprocal through float64 (three kernels), found_inf filled (one), both
+ * copied for the device (two), and one foreach pass over the gradients,
+ * _amp_foreach_non_finite_check_and_unscale_ -- then reads found_inf with
+ * .item(), so the host waits for the GPU before it launches the optimizer;
+ * update() is one kernel.
+ */
+enum scaler_stage { SCALE_LOSS, SCALE_UNSCALE, SCALE_UPDATE };
+
+static void grad_scaler(struct step *st, enum scaler_stage stage)
+{
+	struct colloc_param_totals pt;
+	double elems, launches;
+
+	if (st->o->precision != COLLOC_PREC_AMP_FP16)
+		return;
+	if (stage != SCALE_UNSCALE) {
+		issue_elem(st, -1,
+			   stage == SCALE_LOSS ? COLLOC_PERF_FORWARD
+					       : COLLOC_PERF_OPTIMIZER,
+			   COLLOC_PERF_ELEM, 1, 12, 0, st->host_op_s);
+		return;
+	}
+	for (int k = 0; k < 6; k++)
+		issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM, 1, 16, 0,
+			   st->host_op_s);
+	colloc_graph_param_totals(st->g, &pt);
+	elems = (double)pt.trainable;
+	launches = ceil((double)pt.trainable_tensors / MTA_TENSORS);
+	if (launches < ceil(elems / (MTA_CHUNK * MTA_CHUNKS)))
+		launches = ceil(elems / (MTA_CHUNK * MTA_CHUNKS));
+	for (int l = 0; l < (int)launches && elems > 0; l++)
+		issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,
+			   elems / launches, 8.0 * elems / launches, 0,
+			   l == 0 ? st->host_op_s : LAUNCH_ONLY_S);
+	/* found_inf.item() */
+	if (st->gpu_end_s > st->host_s)
+		st->host_s = st->gpu_end_s;
+	st->host_s += st->host_op_s;
+}
+
 /* The loss on the graph's first output, forward or backward. */
 static void loss(struct step *st, bool bwd_pass)
 {
@@ -1045,6 +1089,7 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 			op_kernels(&st, &tops[k], req, false);
 	}
 	loss(&st, false);
+	grad_scaler(&st, SCALE_LOSS);
 	/* backward: the autograd engine walks the ops in reverse */
 	st.host_s += st.host_op_s; /* loss.backward() call */
 	loss(&st, true);
@@ -1063,7 +1108,9 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 					   COLLOC_PERF_ELEM, numel(g, tp->out),
 					   3 * tbytes(&st, tp->out), 0, st.host_bwd_s);
 	}
+	grad_scaler(&st, SCALE_UNSCALE);
 	optimizer(&st);
+	grad_scaler(&st, SCALE_UPDATE);
 
 	/* loss.item() (or the next step's dependence on the update) waits
 	 * for the GPU at the end of the step. */

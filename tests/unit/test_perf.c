@@ -608,7 +608,10 @@ static void test_amp_faster(void **state)
  * parameters' gradients back (6; the input needs none). The loss's
  * log_softmax converts the half logits with a copy of its own under bf16
  * (one kernel each way), and under fp16 reads half and writes float32 in
- * one kernel (ATen's half_to_float): none.
+ * one kernel (ATen's half_to_float): none. fp16 brings its GradScaler:
+ * the loss scaled (1), the scale's reciprocal, found_inf and their device
+ * copies (6), one foreach unscale over the six gradients (1), the update
+ * (1).
  */
 static void test_amp_casts(void **state)
 {
@@ -626,7 +629,7 @@ static void test_amp_casts(void **state)
 	o.precision = COLLOC_PREC_AMP_FP16;
 	predict(g, &o, &fp16);
 	assert_int_equal(bf16.kernels - fp32.kernels, 7 + 6 + 2);
-	assert_int_equal(fp16.kernels - fp32.kernels, 7 + 6);
+	assert_int_equal(fp16.kernels - fp32.kernels, 7 + 6 + 9);
 }
 
 /*
@@ -635,8 +638,8 @@ static void test_amp_casts(void **state)
  * and the elementwise pass two kernels each way, against cuDNN's one under
  * fp16. With the loss's copy under bf16 (one kernel each way), ResNet-18's
  * 20 batch norms launch 2 x 20 + 2 kernels more under amp-bf16 than under
- * amp-fp16 -- the H200's profiler counted 32 more (462 against 430; fp16's
- * GradScaler, not modelled, launches some of its own).
+ * amp-fp16, less fp16's GradScaler (9 kernels at ResNet-18's 11.7 M
+ * parameters) -- the H200's profiler counted 32 more (462 against 430).
  */
 static void test_bf16_batch_norm(void **state)
 {
@@ -656,7 +659,7 @@ static void test_bf16_batch_norm(void **state)
 	predict(g, &o, &fp16);
 	o.precision = COLLOC_PREC_AMP_BF16;
 	predict(g, &o, &bf16);
-	assert_int_equal(bf16.kernels - fp16.kernels, 2 * n_bn + 2);
+	assert_int_equal(bf16.kernels - fp16.kernels, 2 * n_bn + 2 - 9);
 }
 
 static void test_errors(void **state)
