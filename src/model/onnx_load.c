@@ -918,7 +918,8 @@ static const char *foreign_format(const uint8_t *b, size_t n, const uint8_t *t, 
 }
 
 #define EXPORT_HINT                                                                      \
-	"; export the model to ONNX first: torch.onnx.export(model, example_input, "     \
+	"; export the model to ONNX first: tools/colloc-export.py FILE.py:CALLABLE "     \
+	"--input SHAPE, or torch.onnx.export(model, example_input, "                     \
 	"\"model.onnx\", training=torch.onnx.TrainingMode.TRAINING, "                    \
 	"do_constant_folding=False, dynamic_axes={\"input\": {0: \"batch\"}}) (README, " \
 	"\"Exporting your own model\")"
