@@ -10,6 +10,7 @@
 #   PREFIX-mlp.csv      utilization of GPUMemNet-style MLP runs (tools/measure_mlp_util.py)
 #   PREFIX-host.txt     host cost per op, CPU and CUDA tensors, and the DataLoader's fit
 #   PREFIX-steps.csv, PREFIX-pairs.csv   step time, utilization, pairs (measure_gpu.py --perf)
+#   PREFIX-kernels.csv  the profiled step's kernels by name, count and time (the same run)
 #   PREFIX-peak-tensors.csv   the blocks alive at the allocated peak (tools/measure_snapshot.py)
 #   PREFIX-log.txt      everything printed, with nvidia-smi's view of the GPU first
 # Budgets (s) can be changed with CTX_S, MEM_S, MLP_S, HOST_S, PERF_S, SNAP_S (0 skips a part).

@@ -33,7 +33,9 @@ least --min-timed-s (2 s, so that the 100 ms samplers see enough), each timed wi
 definition); utilization.gpu sampled every 100 ms (pynvml if importable, else nvidia-smi -lms 100)
 and DCGM SM activity, field 1002 (dcgmi dmon -d 100, when dcgmi exists; empty otherwise),
 averaged over the timed steps' window; kernel count, summed and union kernel time of one step
-under torch.profiler (ProfilerActivity.CUDA). Then PAIRS: two subprocesses train at once on the
+under torch.profiler (ProfilerActivity.CUDA), and the same step's kernels by name, count and
+time in PREFIX-kernels.csv beside the steps CSV (which convolution, layout and reduction kernels
+cuDNN and ATen launch per op: the rules of docs/perf-model.md's step model). Then PAIRS: two subprocesses train at once on the
 GPU (both warmed up, then timed together), each one's step time alone and together, and the
 GPU's utilization and SM activity while both run. Both CSVs are written row by row, every row
 with GPU, driver, CUDA, cuDNN, PyTorch versions and the host CPU; budget as above. With
@@ -421,7 +423,7 @@ def fwd_bwd_alone(job, clock, iters):
 def summarize_events(events, device):
     """Kernel count, summed and union (busy) time of the profiled events of `device` (CUDA:
     kernels, Memcpy/Memset counted apart; CPU, the dry run: top-level ops)."""
-    kern, mem = [], []
+    kern, mem, names = [], [], {}
     for e in events:
         if not str(getattr(e, "device_type", "")).endswith(device):
             continue
@@ -431,6 +433,10 @@ def summarize_events(events, device):
         span = (tr.start, tr.end)
         name = e.name.lower()
         (mem if name.startswith(("memcpy", "memset")) else kern).append(span)
+        # per kernel name: how many and how long, for the kernel-name CSV
+        n = names.setdefault(e.name[:200], [0, 0.0])
+        n[0] += 1
+        n[1] += (tr.end - tr.start) / 1e3
     busy, cur = 0.0, None
     for s, t in sorted(kern):
         if cur is None or s > cur[1]:
@@ -445,7 +451,8 @@ def summarize_events(events, device):
             "kernel_busy_ms": busy / 1e3,
             "kernel_span_ms": (max(t for _, t in kern) - min(s for s, _ in kern)) / 1e3
             if kern else 0.0,
-            "memcpy_count": len(mem), "memcpy_ms": sum(t - s for s, t in mem) / 1e3}
+            "memcpy_count": len(mem), "memcpy_ms": sum(t - s for s, t in mem) / 1e3,
+            "kernel_names": names}
 
 
 def profile_step(job, clock):
@@ -871,6 +878,11 @@ def perf_main(args, ver):
     pairs_out = args.pairs_out or (perf_out[:-len("-steps.csv")] + "-pairs.csv"
                                    if perf_out.endswith("-steps.csv")
                                    else os.path.splitext(perf_out)[0] + "-pairs.csv")
+    # one row per (run, kernel name) of the profiled step: which kernels cuDNN, cuBLAS and
+    # ATen launch for each op, what a kernel count alone cannot say (docs/perf-model.md)
+    kernels_out = (perf_out[:-len("-steps.csv")] + "-kernels.csv"
+                   if perf_out.endswith("-steps.csv")
+                   else os.path.splitext(perf_out)[0] + "-kernels.csv")
     for path in (perf_out, pairs_out):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     start = _T0  # the budget counts from the script's start
@@ -886,10 +898,13 @@ def perf_main(args, ver):
     print(f"perf: steps -> {perf_out}; pairs -> {pairs_out}", flush=True)
     measured = {}
     try:
-        with open(perf_out, "w", newline="") as f:
+        with open(perf_out, "w", newline="") as f, open(kernels_out, "w", newline="") as kf:
             w = csv.DictWriter(f, fieldnames=PERF_FIELDS)
             w.writeheader()
             f.flush()
+            kw = csv.writer(kf)
+            kw.writerow(["model", "batch", "seq", "precision", "kernel", "count", "total_ms"]
+                        + VERSION_FIELDS)
             for model, batch, seq in plan:
                 if stage_end - time.time() < args.min_group_s:
                     print(f"budget: stopping before {model} b{batch}", flush=True)
@@ -919,6 +934,11 @@ def perf_main(args, ver):
                         measured[(model, batch, seq, prec)] = row
                     w.writerow(row)
                     f.flush()
+                    for kname, (cnt, ms) in sorted(res.get("kernel_names", {}).items(),
+                                                   key=lambda kv: -kv[1][0]):
+                        kw.writerow([model, batch, seq or "", prec, kname, cnt, _r(ms)]
+                                    + [ver.get(k, "") for k in VERSION_FIELDS])
+                    kf.flush()
                     print(f"{model:14s} b{batch:<4d} {prec:8s} step {row['step_ms_median']} ms "
                           f"(mean {row['step_ms_mean']}, n {row['steps']}) fwd+bwd "
                           f"{row['fwd_bwd_ms_median']} util {row['util_gpu_pct']} "
