@@ -400,8 +400,12 @@ int colloc_op_doc(int i, struct colloc_op_doc *out)
 	out->family = table[i].family;
 	out->flops = cost_doc(table[i].cost, table[i].flops_per_elem);
 	out->training = colloc__train_rule_doc(table[i].train);
-	out->autocast = table[i].amp == COLLOC__AMP_LOW	   ? "low precision"
-			: table[i].amp == COLLOC__AMP_FP32 ? "float32"
-							   : "follows inputs";
+	out->autocast =
+		table[i].amp == COLLOC__AMP_LOW	   ? "low precision"
+		: table[i].amp != COLLOC__AMP_FP32 ? "follows inputs"
+		/* ATen's half_to_float (colloc__amp_op) */
+		: table[i].train == COLLOC__TR_SOFTMAX
+			? "float32 (an fp16 input read as it is, a bf16 one converted)"
+			: "float32";
 	return 0;
 }
