@@ -880,21 +880,25 @@ static void amp_backward(struct step *st, const struct amp_walk *aw,
 
 	for (int i = 0; i < 3; i++) {
 		int in = colloc__amp_input(tp, i), src;
-		double el;
+		double el, from, to;
 
 		if (!aw->cast[k][i])
 			continue;
-		src = aw->cast[k][i] == COLLOC__AMP_WCACHE ? aw->psrc[in] : in;
+		/* the gradient goes back from the copy's type to the source's */
+		if (aw->cast[k][i] == COLLOC__AMP_WCACHE) {
+			src = aw->psrc[in];
+			from = 2;
+			to = colloc_dtype_size(g->tensors[src].dtype);
+		} else {
+			src = in;
+			from = aw->cast[k][i];
+			to = aw->esz[src];
+		}
 		if (!req[src])
 			continue;
 		el = (double)colloc_tensor_numel(&g->tensors[src]);
 		issue_elem(st, tp->node, COLLOC_PERF_BACKWARD, COLLOC_PERF_ELEM, el,
-			   el * ((aw->cast[k][i] == COLLOC__AMP_WCACHE ? 2
-								       : aw->cast[k][i]) +
-				 (aw->cast[k][i] == COLLOC__AMP_WCACHE
-					  ? colloc_dtype_size(g->tensors[src].dtype)
-					  : aw->esz[src])),
-			   0, st->host_bwd_s);
+			   el * (from + to), 0, st->host_bwd_s);
 	}
 }
 
