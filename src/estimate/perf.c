@@ -787,6 +787,10 @@ static void loss(struct step *st, bool bwd_pass)
 	if (narrow < 4 * el && colloc_dtype_is_float(st->g->tensors[y].dtype) &&
 	    (st->act_scale < 1 || st->o->loss == COLLOC_LOSS_CAUSAL_LM))
 		b = 4 * el;
+	/* loss.backward() starts from ones_like(loss), a kernel of its own
+	 * (its host cost is the call's) */
+	if (bwd_pass)
+		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, 1, 4, 0, 0);
 	if (st->o->loss == COLLOC_LOSS_MSE) {
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, bwd_pass ? 3 * b : 2 * b, 0,
 			   h);
@@ -802,10 +806,13 @@ static void loss(struct step *st, bool bwd_pass)
 				st->o->precision != COLLOC_PREC_AMP_FP16);
 	if (copies && !bwd_pass)
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
-	/* log_softmax + nll_loss; backward: nll grad (zeros + scatter) then
+	/* log_softmax + nll_loss; backward: nll_loss's gradient (zero-filled, then one
+	 * kernel scatters -1/N into it: ATen's nll_loss_backward_out_cuda_template), then
 	 * log_softmax backward */
 	if (bwd_pass) {
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, b, 0, h);
+		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, rows, rows * 12, 0,
+			   LAUNCH_ONLY_S);
 		issue_elem(st, -1, ph, COLLOC_PERF_SOFTMAX, el, 3 * b, rows, h);
 		if (copies)
 			issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
