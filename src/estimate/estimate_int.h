@@ -114,6 +114,21 @@ int colloc__param_source(const struct colloc_graph *g, int t);
  *  - COLLOC__AMP_WCACHE: parameter psrc[tp->in[k]] in half precision,
  *    the autocast cache's one copy per forward pass.
  */
+/*
+ * The loss's precision (cross-entropy and the causal-LM losses, on logits
+ * of element size logits_esz): *upcast, log_softmax runs in float32 on
+ * half logits -- autocast's fp32_set_opt_dtype, and Hugging Face's
+ * ForCausalLMLoss calling logits.float() itself, autocast or not;
+ * *copies, that float32 conversion is a copy of its own, with the
+ * gradient converted back -- logits.float(), and log_softmax's
+ * input.toType(float) under bf16 autocast, but not under fp16 autocast,
+ * where CUDA's log_softmax reads half and writes float32 in one kernel and
+ * its backward writes the half gradient (half_to_float, ATen's
+ * SoftMax.cpp). One rule for the memory timeline and the step-time model.
+ */
+void colloc__loss_precision(int loss, int precision, int logits_esz, bool is_float,
+			    bool *upcast, bool *copies);
+
 #define COLLOC__AMP_WCACHE 0x80
 /* The tensor in autocast's input slot k (0..2) of tp: in[k], and for a
  * MatMul + Add linear its bias in slot 2. */

@@ -290,6 +290,7 @@ struct step {
 	double *node_s; /* GPU time per graph node */
 	int *node_cls; /* class of each node's first kernel, -1 if none */
 	double act_scale; /* bytes per element relative to fp32 */
+	struct colloc_param_totals params; /* the graph's, once per prediction */
 };
 
 static void issue_at(struct step *st, int node, int phase, int cls, int prec, bool conv,
@@ -688,37 +689,39 @@ static void optimizer_loop(struct step *st)
 	}
 }
 
+/* One torch._foreach_* pass over every trainable parameter (or its
+ * gradient), bytes_per_elem moved per element: multi_tensor_apply's
+ * launches, the op's dispatch paid with the first. */
+static void foreach_pass(struct step *st, double bytes_per_elem)
+{
+	double elems = (double)st->params.trainable, launches;
+
+	if (elems <= 0)
+		return;
+	launches = ceil((double)st->params.trainable_tensors / MTA_TENSORS);
+	if (launches < ceil(elems / (MTA_CHUNK * MTA_CHUNKS)))
+		launches = ceil(elems / (MTA_CHUNK * MTA_CHUNKS));
+	if (launches < 1)
+		launches = 1;
+	for (int l = 0; l < (int)launches; l++)
+		issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,
+			   elems / launches, bytes_per_elem * elems / launches, 0,
+			   l == 0 ? st->host_op_s : LAUNCH_ONLY_S);
+}
+
 static void optimizer(struct step *st)
 {
 	const struct colloc__optim *opt = colloc__optim_get(st->o->optimizer);
-	struct colloc_param_totals pt;
-	double elems, ntensors, launches;
 
-	colloc_graph_param_totals(st->g, &pt);
-	elems = (double)pt.trainable;
-	ntensors = (double)pt.trainable_tensors;
-	if (elems <= 0)
+	if (st->params.trainable == 0)
 		return;
 	if (opt->step == STEP_LOOP) {
 		optimizer_loop(st);
 		return;
 	}
-	/* foreach: each pass over all parameters in multi_tensor_apply
-	 * launches */
-	launches = ceil(ntensors / MTA_TENSORS);
-	if (launches < ceil(elems / (MTA_CHUNK * MTA_CHUNKS)))
-		launches = ceil(elems / (MTA_CHUNK * MTA_CHUNKS));
-	if (launches < 1)
-		launches = 1;
-	st->host_s += ntensors * HOST_OPT_TENSOR_US * 1e-6;
-	for (int i = 0; i < opt->n_passes; i++) {
-		double bytes = 4.0 * elems * (opt->passes[i][0] + opt->passes[i][1]);
-
-		for (int l = 0; l < (int)launches; l++)
-			issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,
-				   elems / launches, bytes / launches, 0,
-				   l == 0 ? st->host_op_s : LAUNCH_ONLY_S);
-	}
+	st->host_s += (double)st->params.trainable_tensors * HOST_OPT_TENSOR_US * 1e-6;
+	for (int i = 0; i < opt->n_passes; i++)
+		foreach_pass(st, 4.0 * (opt->passes[i][0] + opt->passes[i][1]));
 }
 
 /*
@@ -735,9 +738,6 @@ enum scaler_stage { SCALE_LOSS, SCALE_UNSCALE, SCALE_UPDATE };
 
 static void grad_scaler(struct step *st, enum scaler_stage stage)
 {
-	struct colloc_param_totals pt;
-	double elems, launches;
-
 	if (st->o->precision != COLLOC_PREC_AMP_FP16)
 		return;
 	if (stage != SCALE_UNSCALE) {
@@ -750,15 +750,7 @@ static void grad_scaler(struct step *st, enum scaler_stage stage)
 	for (int k = 0; k < 6; k++)
 		issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM, 1, 16, 0,
 			   st->host_op_s);
-	colloc_graph_param_totals(st->g, &pt);
-	elems = (double)pt.trainable;
-	launches = ceil((double)pt.trainable_tensors / MTA_TENSORS);
-	if (launches < ceil(elems / (MTA_CHUNK * MTA_CHUNKS)))
-		launches = ceil(elems / (MTA_CHUNK * MTA_CHUNKS));
-	for (int l = 0; l < (int)launches && elems > 0; l++)
-		issue_elem(st, -1, COLLOC_PERF_OPTIMIZER, COLLOC_PERF_ELEM,
-			   elems / launches, 8.0 * elems / launches, 0,
-			   l == 0 ? st->host_op_s : LAUNCH_ONLY_S);
+	foreach_pass(st, 8.0); /* each gradient read and written */
 	/* found_inf.item() */
 	if (st->gpu_end_s > st->host_s)
 		st->host_s = st->gpu_end_s;
@@ -772,7 +764,7 @@ static void loss(struct step *st, bool bwd_pass)
 	int ph = bwd_pass ? COLLOC_PERF_BACKWARD : COLLOC_PERF_FORWARD;
 	double h = bwd_pass ? st->host_bwd_s : st->host_op_s;
 	double el, b, narrow, rows;
-	bool copies;
+	bool upcast, copies;
 
 	if (y < 0 || st->o->loss == COLLOC_LOSS_NONE)
 		return;
@@ -780,13 +772,12 @@ static void loss(struct step *st, bool bwd_pass)
 	/* the logits as the model makes them (half under autocast) */
 	narrow = tbytes(st, y);
 	rows = el / last_dim(st->g, y);
-	/* losses run in fp32 under autocast; Hugging Face's causal-LM loss
-	 * calls logits.float() without it too (the memory timeline's
-	 * loss_upcast) */
-	b = narrow;
-	if (narrow < 4 * el && colloc_dtype_is_float(st->g->tensors[y].dtype) &&
-	    (st->act_scale < 1 || st->o->loss == COLLOC_LOSS_CAUSAL_LM))
-		b = 4 * el;
+	/* in float32 (upcast), through a copy of its own or not
+	 * (colloc__loss_precision, as the memory timeline counts it) */
+	colloc__loss_precision(
+		st->o->loss, st->o->precision, el > 0 ? (int)(narrow / el) : 0,
+		colloc_dtype_is_float(st->g->tensors[y].dtype), &upcast, &copies);
+	b = upcast ? 4 * el : narrow;
 	/* loss.backward() starts from ones_like(loss), a kernel of its own
 	 * (its host cost is the call's) */
 	if (bwd_pass)
@@ -798,12 +789,7 @@ static void loss(struct step *st, bool bwd_pass)
 	}
 	if (colloc_loss_shifts(st->o->loss) && !bwd_pass) /* logits[:, :-1] copy */
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, 2 * narrow, 0, h);
-	/* the float32 copy of the logits, and its gradient's conversion back:
-	 * not under fp16 autocast's cross-entropy, whose log_softmax reads
-	 * half and writes float32 in one kernel (the timeline's
-	 * loss_copies) */
-	copies = b > narrow && (st->o->loss == COLLOC_LOSS_CAUSAL_LM ||
-				st->o->precision != COLLOC_PREC_AMP_FP16);
+	/* the float32 copy of the logits; backward, the gradient back */
 	if (copies && !bwd_pass)
 		issue_elem(st, -1, ph, COLLOC_PERF_ELEM, el, narrow + b, 0, h);
 	/* log_softmax + nll_loss; backward: nll_loss's gradient (zero-filled, then one
@@ -1054,6 +1040,7 @@ int colloc_perf_predict(const struct colloc_graph *g, const struct colloc_perf_o
 				       o->precision == COLLOC_PREC_AMP_BF16
 			       ? 0.5
 			       : 1.0;
+	colloc_graph_param_totals(g, &st.params);
 	st.host_op_s =
 		(o->host_op_us >= 0 ? o->host_op_us : COLLOC_PERF_HOST_OP_US_DEFAULT) *
 		1e-6;

@@ -952,27 +952,34 @@ static int first_output(const struct colloc_graph *g)
 	return g->n_outputs > 0 ? g->outputs[0] : -1;
 }
 
-/* Does the cross-entropy of output y run in float32 although y is half
- * precision? Autocast's rule for log_softmax; pure half-precision training
- * (no autocast) keeps the logits' type. */
-static bool loss_upcast(const struct tl *t, int y)
+/* The loss's precision on output y (colloc__loss_precision): returns
+ * whether log_softmax runs in float32 on half logits; *copies, whether
+ * that conversion is a copy of its own. */
+static bool loss_prec(const struct tl *t, int y, bool *copies)
 {
-	/* Hugging Face's ForCausalLMLoss calls logits.float() itself */
-	return (t->amp || t->opts->loss == COLLOC_LOSS_CAUSAL_LM) && y >= 0 &&
-	       t->esz[y] > 0 && t->esz[y] < 4 &&
-	       colloc_dtype_is_float(t->g->tensors[y].dtype);
+	bool up = false;
+
+	*copies = false;
+	if (y >= 0)
+		colloc__loss_precision(t->opts->loss, t->opts->precision, t->esz[y],
+				       colloc_dtype_is_float(t->g->tensors[y].dtype), &up,
+				       copies);
+	return up;
 }
 
-/* Is the loss's float32 conversion of the logits a copy of its own?
- * logits.float() (causal-lm) is, and so is log_softmax's conversion under
- * bf16 autocast (input.toType(float)); under fp16 autocast CUDA's
- * log_softmax reads the half logits and writes float32 in one kernel
- * (half_to_float, ATen's SoftMax.cpp), and its backward writes the half
- * gradient. */
+static bool loss_upcast(const struct tl *t, int y)
+{
+	bool copies;
+
+	return loss_prec(t, y, &copies);
+}
+
 static bool loss_copies(const struct tl *t, int y)
 {
-	return loss_upcast(t, y) && (t->opts->loss == COLLOC_LOSS_CAUSAL_LM ||
-				     t->opts->precision != COLLOC_PREC_AMP_FP16);
+	bool copies;
+
+	loss_prec(t, y, &copies);
+	return copies;
 }
 
 /* Is the loss log_softmax + nll_loss over the last dimension of the first

@@ -54,6 +54,17 @@ static int amp_class(const struct colloc__top *tp)
 	return COLLOC__AMP_FOLLOW;
 }
 
+void colloc__loss_precision(int loss, int precision, int logits_esz, bool is_float,
+			    bool *upcast, bool *copies)
+{
+	bool amp = precision == COLLOC_PREC_AMP_FP16 || precision == COLLOC_PREC_AMP_BF16;
+
+	*upcast = (amp || loss == COLLOC_LOSS_CAUSAL_LM) && is_float && logits_esz > 0 &&
+		  logits_esz < 4;
+	*copies = *upcast &&
+		  (loss == COLLOC_LOSS_CAUSAL_LM || precision != COLLOC_PREC_AMP_FP16);
+}
+
 int colloc__amp_input(const struct colloc__top *tp, int k)
 {
 	return k == 2 && tp->in[2] < 0 ? tp->bias : tp->in[k];
